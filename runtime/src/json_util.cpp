@@ -1,0 +1,89 @@
+#include "json_util.hpp"
+
+#include <cmath>
+
+namespace doppler::detail {
+
+json parse_json(std::string_view text, const std::string& file) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L, column C: ..."
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    throw error(errc::bad_json, file, "", pos == std::string::npos ? what : what.substr(pos + 2));
+  }
+}
+
+void json_reader::expect_format(const json& root, std::string_view tag) const {
+  if (!root.is_object()) fail(errc::bad_type, "", "the document must be a JSON object");
+  auto it = root.find("format");
+  if (it == root.end())
+    fail(errc::bad_format_tag, "format", "missing; expected \"" + std::string(tag) + "\"");
+  if (!it->is_string() || it->get_ref<const std::string&>() != tag)
+    fail(errc::bad_format_tag, "format",
+         "is " + it->dump() + "; expected \"" + std::string(tag) + "\"");
+}
+
+void json_reader::expect_object(const json& v, const std::string& path) const {
+  if (!v.is_object()) fail(errc::bad_type, path, "must be an object, got " + std::string(v.type_name()));
+}
+
+const json* json_reader::array(const json& obj, const char* key, const std::string& path,
+                               bool required) const {
+  auto it = obj.find(key);
+  std::string p = join(path, key);
+  if (it == obj.end()) {
+    if (required) fail(errc::missing_field, p, "required array is missing");
+    return nullptr;
+  }
+  if (!it->is_array()) fail(errc::bad_type, p, "must be an array, got " + std::string(it->type_name()));
+  return &*it;
+}
+
+std::string json_reader::string(const json& obj, const char* key, const std::string& path) const {
+  auto v = opt_string(obj, key, path);
+  if (!v) fail(errc::missing_field, join(path, key), "required string is missing");
+  return *v;
+}
+
+std::optional<std::string> json_reader::opt_string(const json& obj, const char* key,
+                                                   const std::string& path) const {
+  auto it = obj.find(key);
+  if (it == obj.end()) return std::nullopt;
+  if (!it->is_string())
+    fail(errc::bad_type, join(path, key), "must be a string, got " + std::string(it->type_name()));
+  return it->get<std::string>();
+}
+
+double json_reader::number(const json& obj, const char* key, const std::string& path, bool positive,
+                           bool non_negative) const {
+  auto v = opt_number(obj, key, path, positive, non_negative);
+  if (!v) fail(errc::missing_field, join(path, key), "required number is missing");
+  return *v;
+}
+
+std::optional<double> json_reader::opt_number(const json& obj, const char* key,
+                                              const std::string& path, bool positive,
+                                              bool non_negative) const {
+  auto it = obj.find(key);
+  if (it == obj.end()) return std::nullopt;
+  std::string p = join(path, key);
+  if (!it->is_number()) fail(errc::bad_type, p, "must be a number, got " + std::string(it->type_name()));
+  double v = it->get<double>();
+  if (!std::isfinite(v)) fail(errc::bad_value, p, "must be finite");
+  if (positive && !(v > 0)) fail(errc::bad_value, p, "must be positive, got " + it->dump());
+  if (non_negative && v < 0) fail(errc::bad_value, p, "must be >= 0, got " + it->dump());
+  return v;
+}
+
+std::optional<bool> json_reader::opt_bool(const json& obj, const char* key,
+                                          const std::string& path) const {
+  auto it = obj.find(key);
+  if (it == obj.end()) return std::nullopt;
+  if (!it->is_boolean())
+    fail(errc::bad_type, join(path, key), "must be true or false, got " + std::string(it->type_name()));
+  return it->get<bool>();
+}
+
+}  // namespace doppler::detail
