@@ -7,8 +7,9 @@ namespace doppler::detail {
 json parse_json(std::string_view text, const std::string& file) {
   try {
     return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L, column C: ..."
+  } catch (const json::exception& e) {
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L, column C: ...";
+    // a number beyond double range ("1e999") is an out_of_range.406 error, not a parse_error.
     std::string what = e.what();
     auto pos = what.find("] ");
     throw error(errc::bad_json, file, "", pos == std::string::npos ? what : what.substr(pos + 2));

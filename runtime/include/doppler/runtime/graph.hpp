@@ -47,6 +47,10 @@ struct op_spec {
 class graph {
  public:
   graph() = default;
+  graph(const graph& other);  // rebuilds the id index (it holds views into ops)
+  graph& operator=(const graph& other);
+  graph(graph&&) noexcept = default;  // moving the op vector keeps every id's address
+  graph& operator=(graph&&) noexcept = default;
 
   const std::string& name() const noexcept { return name_; }
   dtype element_type() const noexcept { return dtype_; }
@@ -75,6 +79,7 @@ class graph {
 
  private:
   friend class graph_builder;
+  void reindex();
   std::string name_;
   dtype dtype_ = dtype::f32;
   std::vector<op> ops_;

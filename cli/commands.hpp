@@ -1,0 +1,14 @@
+#pragma once
+// The `doppler` subcommands. Each add_* registers its subcommands on the app; the callbacks throw
+// doppler::error for bad input, which main() turns into a message on stderr and exit code 2.
+
+#include <CLI/CLI.hpp>
+
+namespace doppler::cli {
+
+/// workload, validate, info, convert
+void add_graph_commands(CLI::App& app);
+/// cluster
+void add_cluster_commands(CLI::App& app);
+
+}  // namespace doppler::cli

@@ -1,0 +1,36 @@
+// doppler — place, simulate, run and learn ML dataflow graphs on several devices.
+// Exit codes: 0 success, 2 bad input (the message names the file, the JSON path and the reason),
+// 1 any other failure.
+
+#include "commands.hpp"
+
+#include <doppler/runtime/error.hpp>
+
+#include <exception>
+#include <iostream>
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "doppler: work-conserving execution, learned placement and planned communication for ML "
+      "dataflow graphs.\n"
+      "Graphs are doppler-graph/1 JSON files (or the DOPPLER paper's .txt graphs); clusters are\n"
+      "doppler-cluster/1 files or preset names (see `doppler cluster --list`).",
+      "doppler"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "doppler 0.1.0");
+  doppler::cli::add_graph_commands(app);
+  doppler::cli::add_cluster_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  } catch (const doppler::error& e) {
+    std::cerr << "doppler: " << e.what() << "\n";
+    return doppler::is_bad_input(e.code()) ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "doppler: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,36 @@
+#pragma once
+/// Reading and writing graphs: `doppler-graph/1` JSON (a streaming loader: 1M ops load in about a
+/// second) and the DOPPLER paper's text format (imported as `synthetic` ops).
+
+#include <doppler/runtime/graph.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace doppler {
+
+/// Parses `doppler-graph/1` text. Errors are `doppler::error`s naming `file`, the JSON path
+/// (`ops[17].inputs[1]`) and the reason; malformed JSON reports line and column.
+graph parse_graph(std::string_view text, const std::string& file = "<graph>");
+
+/// Parses the DOPPLER paper's text format (shared/workloads/doppler-paper/README.md): every placed
+/// node becomes a `synthetic` op `n<i>` with flops = comp and bytes = comm; the tag word, if any,
+/// becomes its name. Errors name the file and the line.
+graph parse_paper_graph(std::string_view text, const std::string& file = "<paper graph>");
+
+/// Loads a graph file of either format: JSON if the first non-blank character is `{`, the paper's
+/// text format otherwise.
+graph load_graph(const std::string& path);
+
+/// Serializes to `doppler-graph/1` (one op per line). Derived costs are not written, overrides are:
+/// parse_graph(to_json_text(g)) equals g.
+std::string to_json_text(const graph& g);
+
+/// Writes `doppler-graph/1` atomically.
+void save_graph(const graph& g, const std::string& path);
+
+/// The `"format"` tag of a JSON document, found without parsing the whole file ("" if none);
+/// "paper-text" for a file that is not JSON.
+std::string sniff_format(std::string_view text);
+
+}  // namespace doppler
