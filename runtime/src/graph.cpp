@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 
 namespace doppler {
 
@@ -12,31 +11,8 @@ std::string op_path(std::size_t i) { return "ops[" + std::to_string(i) + "]"; }
 const shape_t empty_shape;
 }  // namespace
 
-graph::graph(const graph& other)
-    : name_(other.name_), dtype_(other.dtype_), ops_(other.ops_), pred_off_(other.pred_off_),
-      succ_off_(other.succ_off_), pred_(other.pred_), succ_(other.succ_), topo_(other.topo_),
-      total_flops_(other.total_flops_), total_bytes_(other.total_bytes_) {
-  reindex();
-}
-
-graph& graph::operator=(const graph& other) {
-  if (this != &other) {
-    graph copy(other);
-    *this = std::move(copy);
-  }
-  return *this;
-}
-
-void graph::reindex() {
-  index_.clear();
-  index_.reserve(ops_.size());
-  for (std::size_t i = 0; i < ops_.size(); ++i) index_.emplace(ops_[i].id, static_cast<op_index>(i));
-}
-
 std::optional<op_index> graph::find(std::string_view id) const {
-  auto it = index_.find(id);
-  if (it == index_.end()) return std::nullopt;
-  return it->second;
+  return index_.find(id, [this](std::uint32_t i) -> std::string_view { return ops_[i].id; });
 }
 
 // ---- builder --------------------------------------------------------------------------------------
@@ -153,9 +129,8 @@ namespace {
 
 /// Finds one cycle among the ops Kahn's algorithm could not order; returns an op on it and a
 /// description of the cycle.
-std::pair<op_index, std::string> describe_cycle(const std::vector<std::uint32_t>& indeg,
-                                                const std::vector<op>& ops,
-                                                const std::vector<std::vector<op_index>>& preds) {
+std::pair<op_index, std::string> describe_cycle(const std::vector<std::uint32_t>& indeg, const graph& g) {
+  auto ops = g.ops();
   op_index start = 0;
   while (indeg[start] == 0) ++start;
   // Walk predecessors that are still blocked until an op repeats: that op lies on a cycle.
@@ -165,7 +140,7 @@ std::pair<op_index, std::string> describe_cycle(const std::vector<std::uint32_t>
   while (seen_at[v] < 0) {
     seen_at[v] = static_cast<int>(walk.size());
     walk.push_back(v);
-    for (op_index p : preds[v])
+    for (op_index p : g.preds(v))
       if (indeg[p] > 0) { v = p; break; }
   }
   std::string cyc;
@@ -184,9 +159,13 @@ graph graph_builder::build() && {
   const std::size_t n = specs_.size();
   known_.clear();
 
-  // 1. ids
+  // 1+2. ids, then inputs. Each op's inputs are resolved right after its id is indexed: most name
+  // recent ops, whose index slots are still in cache. Inputs that name later ops wait for a second pass.
   g.ops_.resize(n);
-  g.index_.reserve(n);
+  g.index_.reset(n);
+  auto id_of = [&g](std::uint32_t i) -> std::string_view { return g.ops_[i].id; };
+  constexpr op_index unresolved = UINT32_MAX;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> forward;  // (op, input position)
   for (std::size_t i = 0; i < n; ++i) {
     op& o = g.ops_[i];
     op_spec& s = specs_[i];
@@ -198,72 +177,81 @@ graph graph_builder::build() && {
     o.attrs = std::move(s.attrs);
     o.flops_override = s.flops;
     o.bytes_override = s.bytes;
-    if (!g.index_.emplace(o.id, static_cast<op_index>(i)).second)
+    if (auto prev = g.index_.insert(o.id, static_cast<op_index>(i), id_of))
       throw error(errc::duplicate_id, "", op_path(i) + ".id",
-                  "'" + o.id + "' is already the id of ops[" + std::to_string(g.index_[o.id]) + "]");
-  }
-
-  // 2. inputs resolve
-  std::vector<std::vector<op_index>> preds(n);
-  std::size_t edges = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    op& o = g.ops_[i];
-    auto& ins = specs_[i].inputs;
-    o.inputs.reserve(ins.size());
-    for (std::size_t j = 0; j < ins.size(); ++j) {
-      auto it = g.index_.find(ins[j]);
-      if (it == g.index_.end())
-        throw error(errc::unknown_id, "", op_path(i) + ".inputs[" + std::to_string(j) + "]",
-                    "op '" + o.id + "' names input '" + ins[j] + "', which is not an op of this graph");
-      if (it->second == i)
-        throw error(errc::cycle, "", op_path(i) + ".inputs[" + std::to_string(j) + "]",
-                    "op '" + o.id + "' is on a cycle: it names itself as an input");
-      o.inputs.push_back(it->second);
-      auto& p = preds[i];
-      if (std::find(p.begin(), p.end(), it->second) == p.end()) p.push_back(it->second);
+                  "'" + o.id + "' is already the id of ops[" + std::to_string(*prev) + "]");
+    o.inputs.resize(s.inputs.size());
+    for (std::size_t j = 0; j < s.inputs.size(); ++j) {
+      auto found = g.index_.find(s.inputs[j], id_of);
+      o.inputs[j] = found ? *found : unresolved;
+      if (!found) forward.emplace_back(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
     }
-    edges += preds[i].size();
+  }
+  for (auto [i, j] : forward) {
+    const std::string& name = specs_[i].inputs[j];
+    auto found = g.index_.find(name, id_of);
+    if (!found)
+      throw error(errc::unknown_id, "", op_path(i) + ".inputs[" + std::to_string(j) + "]",
+                  "op '" + g.ops_[i].id + "' names input '" + name + "', which is not an op of this graph");
+    g.ops_[i].inputs[j] = *found;
   }
   specs_.clear();
+
+  // Distinct producers go into the CSR predecessor arrays.
+  g.pred_off_.assign(n + 1, 0);
+  g.pred_.reserve(n * 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    g.pred_off_[i] = static_cast<std::uint32_t>(g.pred_.size());
+    const auto& ins = g.ops_[i].inputs;
+    for (std::size_t j = 0; j < ins.size(); ++j) {
+      if (ins[j] == i)
+        throw error(errc::cycle, "", op_path(i) + ".inputs[" + std::to_string(j) + "]",
+                    "op '" + g.ops_[i].id + "' is on a cycle: it names itself as an input");
+      auto first = g.pred_.begin() + g.pred_off_[i];
+      if (std::find(first, g.pred_.end(), ins[j]) == g.pred_.end()) g.pred_.push_back(ins[j]);
+    }
+  }
+  g.pred_off_[n] = static_cast<std::uint32_t>(g.pred_.size());
+  const std::size_t edges = g.pred_.size();
 
   // 3. shapes, attributes and costs, in file order
   std::vector<const shape_t*> in_shapes;
   const double elem = static_cast<double>(size_of(dtype_));
   for (std::size_t i = 0; i < n; ++i) {
     op& o = g.ops_[i];
-    const std::string path = op_path(i);
+    auto path = [i] { return op_path(i); };
     in_shapes.clear();
     for (op_index p : o.inputs) in_shapes.push_back(&g.ops_[p].shape);
     for (std::size_t d = 0; d < o.shape.size(); ++d)
       if (o.shape[d] <= 0)
-        throw error(errc::bad_value, "", path + ".shape[" + std::to_string(d) + "]",
+        throw error(errc::bad_value, "", path() + ".shape[" + std::to_string(d) + "]",
                     "op '" + o.id + "': extents must be positive, got " + std::to_string(o.shape[d]));
     if (o.kind == op_kind::input) {
       if (o.shape.empty())
-        throw error(errc::missing_field, "", path + ".shape", "input op '" + o.id + "' needs a shape");
+        throw error(errc::missing_field, "", path() + ".shape", "input op '" + o.id + "' needs a shape");
       if (!o.inputs.empty())
-        throw error(errc::shape_mismatch, "", path + ".inputs", "input op '" + o.id + "' cannot have inputs");
+        throw error(errc::shape_mismatch, "", path() + ".inputs", "input op '" + o.id + "' cannot have inputs");
     } else if (o.kind == op_kind::synthetic) {
       if (o.shape.empty() && (!o.flops_override || !o.bytes_override))
-        throw error(errc::missing_field, "", path + (o.flops_override ? ".bytes" : ".flops"),
+        throw error(errc::missing_field, "", path() + (o.flops_override ? ".bytes" : ".flops"),
                     "synthetic op '" + o.id + "' needs `flops` and `bytes`");
       if (!o.flops_override)
-        throw error(errc::missing_field, "", path + ".flops", "synthetic op '" + o.id + "' needs `flops`");
+        throw error(errc::missing_field, "", path() + ".flops", "synthetic op '" + o.id + "' needs `flops`");
     } else {
       if (o.shape.empty())
-        throw error(errc::missing_field, "", path + ".shape", "op '" + o.id + "' needs its output `shape`");
+        throw error(errc::missing_field, "", path() + ".shape", "op '" + o.id + "' needs its output `shape`");
       auto check = infer_shape(o.kind, in_shapes, o.attrs);
       if (!check.ok())
-        throw error(errc::shape_mismatch, "", path, "op '" + o.id + "' (" + std::string(to_string(o.kind)) +
+        throw error(errc::shape_mismatch, "", path(), "op '" + o.id + "' (" + std::string(to_string(o.kind)) +
                     "): " + check.problem);
       if (check.shape != o.shape)
-        throw error(errc::shape_mismatch, "", path + ".shape",
+        throw error(errc::shape_mismatch, "", path() + ".shape",
                     "op '" + o.id + "' declares " + to_string(o.shape) + " but its inputs give " +
                         to_string(check.shape));
     }
     for (auto* ov : {&o.flops_override, &o.bytes_override})
       if (*ov && (!std::isfinite(**ov) || **ov < 0))
-        throw error(errc::bad_value, "", path + (ov == &o.flops_override ? ".flops" : ".bytes"),
+        throw error(errc::bad_value, "", path() + (ov == &o.flops_override ? ".flops" : ".bytes"),
                     "op '" + o.id + "': must be finite and >= 0");
     o.flops = o.flops_override ? *o.flops_override : derived_flops(o.kind, in_shapes, o.shape, o.attrs);
     o.bytes = o.bytes_override ? *o.bytes_override : numel(o.shape) * elem;
@@ -271,38 +259,29 @@ graph graph_builder::build() && {
     g.total_bytes_ += o.bytes;
   }
 
-  // 4. adjacency (CSR) and topological order; a leftover means a cycle
-  g.pred_off_.assign(n + 1, 0);
+  // 4. successors (CSR) and topological order; a leftover means a cycle
   g.succ_off_.assign(n + 1, 0);
-  g.pred_.reserve(edges);
   std::vector<std::uint32_t> indeg(n);
   for (std::size_t i = 0; i < n; ++i) {
-    g.pred_off_[i] = static_cast<std::uint32_t>(g.pred_.size());
-    g.pred_.insert(g.pred_.end(), preds[i].begin(), preds[i].end());
-    indeg[i] = static_cast<std::uint32_t>(preds[i].size());
-    for (op_index p : preds[i]) ++g.succ_off_[p + 1];
+    indeg[i] = g.pred_off_[i + 1] - g.pred_off_[i];
+    for (op_index p : g.preds(static_cast<op_index>(i))) ++g.succ_off_[p + 1];
   }
-  g.pred_off_[n] = static_cast<std::uint32_t>(g.pred_.size());
   for (std::size_t i = 0; i < n; ++i) g.succ_off_[i + 1] += g.succ_off_[i];
   g.succ_.resize(edges);
   {
     std::vector<std::uint32_t> fill(g.succ_off_.begin(), g.succ_off_.end() - 1);
     for (std::size_t i = 0; i < n; ++i)
-      for (op_index p : preds[i]) g.succ_[fill[p]++] = static_cast<op_index>(i);
+      for (op_index p : g.preds(static_cast<op_index>(i))) g.succ_[fill[p]++] = static_cast<op_index>(i);
   }
   g.topo_.reserve(n);
-  std::priority_queue<op_index, std::vector<op_index>, std::greater<>> ready;
+  // FIFO Kahn: topo_ itself is the queue.
   for (std::size_t i = 0; i < n; ++i)
-    if (indeg[i] == 0) ready.push(static_cast<op_index>(i));
-  while (!ready.empty()) {
-    op_index v = ready.top();
-    ready.pop();
-    g.topo_.push_back(v);
-    for (op_index s : g.succs(v))
-      if (--indeg[s] == 0) ready.push(s);
-  }
+    if (indeg[i] == 0) g.topo_.push_back(static_cast<op_index>(i));
+  for (std::size_t head = 0; head < g.topo_.size(); ++head)
+    for (op_index s : g.succs(g.topo_[head]))
+      if (--indeg[s] == 0) g.topo_.push_back(s);
   if (g.topo_.size() != n) {
-    auto [v, what] = describe_cycle(indeg, g.ops_, preds);
+    auto [v, what] = describe_cycle(indeg, g);
     throw error(errc::cycle, "", op_path(v), what);
   }
   return g;

@@ -144,7 +144,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
     if (depth_ == 1 && top_key_ == "ops") {
       depth_ = 2;
       saw_ops_ = true;
-      builder_.reserve(1024);
+      builder_.reserve(reserve_hint);
       return true;
     }
     if (depth_ == 3 && (field_ == field::inputs || field_ == field::shape || field_ == field::perm)) {
@@ -184,6 +184,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
   dtype element_type = dtype::f32;
   std::string name;
   std::size_t error_position = 0;  ///< byte offset of a JSON syntax error
+  std::size_t reserve_hint = 1024; ///< expected op count (from the text size)
 
  private:
   // Bits of `seen_` for fields whose presence matters.
@@ -345,6 +346,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
 graph parse_graph(std::string_view text, const std::string& file) {
   graph_builder builder;
   graph_sax sax(builder);
+  sax.reserve_hint = text.size() / 80 + 16;  // a typical op takes 60-100 bytes of JSON
   bool ok = json::sax_parse(text.begin(), text.end(), &sax);
   if (sax.failed()) {
     std::string reason = sax.reason();

@@ -3,6 +3,7 @@
 /// importers, the JSON loader all do), then query adjacency, topological order and costs. A built
 /// graph is valid by construction: ids unique, inputs resolved, acyclic, shapes checked, costs set.
 
+#include <doppler/runtime/id_index.hpp>
 #include <doppler/runtime/op.hpp>
 
 #include <cstdint>
@@ -47,10 +48,6 @@ struct op_spec {
 class graph {
  public:
   graph() = default;
-  graph(const graph& other);  // rebuilds the id index (it holds views into ops)
-  graph& operator=(const graph& other);
-  graph(graph&&) noexcept = default;  // moving the op vector keeps every id's address
-  graph& operator=(graph&&) noexcept = default;
 
   const std::string& name() const noexcept { return name_; }
   dtype element_type() const noexcept { return dtype_; }
@@ -71,7 +68,7 @@ class graph {
   }
   /// Number of distinct (producer, consumer) edges.
   std::size_t edge_count() const noexcept { return pred_.size(); }
-  /// A topological order (Kahn's algorithm, smallest index first among ready ops: deterministic).
+  /// A topological order (Kahn's algorithm, FIFO from the entries in index order: deterministic).
   std::span<const op_index> topo_order() const noexcept { return topo_; }
 
   double total_flops() const noexcept { return total_flops_; }
@@ -79,11 +76,10 @@ class graph {
 
  private:
   friend class graph_builder;
-  void reindex();
   std::string name_;
   dtype dtype_ = dtype::f32;
   std::vector<op> ops_;
-  std::unordered_map<std::string_view, op_index> index_;  // views into ops_[i].id
+  id_index index_;  // id -> op index
   std::vector<std::uint32_t> pred_off_, succ_off_;
   std::vector<op_index> pred_, succ_, topo_;
   double total_flops_ = 0, total_bytes_ = 0;
