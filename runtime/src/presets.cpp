@@ -141,7 +141,7 @@ std::vector<std::pair<std::string, std::string>> preset_catalog() {
 cluster make_preset(std::string_view name) {
   builder b;
   if (name == "p100x4") {
-    b.add_devices(4, "gpu", device_kind::gpu, 10.6e12, 16 * gib, "node0");
+    b.add_devices(4, "gpu", device_kind::gpu, 9.3e12, 16 * gib, "node0");
     b.full_mesh(0, 4, 20e9, nvlink_latency);
     return b.build(name);
   }

@@ -107,8 +107,8 @@ TEST_CASE("every preset builds with the documented devices, links and numbers") 
   CHECK(p.device_count() == 4);
   CHECK(p.link_specs().size() == 6);
   CHECK(p.links().size() == 12);
-  CHECK(p[0].flops == 10.6e12);
-  CHECK(p.total_flops() == doctest::Approx(4 * 10.6e12));
+  CHECK(p[0].flops == 9.3e12);
+  CHECK(p.total_flops() == doctest::Approx(4 * 9.3e12));
   for (device_index i = 0; i < 4; ++i)
     for (device_index j = 0; j < 4; ++j)
       if (i != j) CHECK(p.route_between(i, j).links.size() == 1);

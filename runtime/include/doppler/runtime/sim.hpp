@@ -1,0 +1,75 @@
+#pragma once
+/// The discrete-event simulator: runs a placement in virtual time on a cluster under the cost model.
+/// docs/simulator.md states exactly what each model includes and leaves out.
+///
+/// `model::wc` (default): work-conserving. An op becomes ready when every input is on its device; a
+/// device runs up to `streams` ready ops at once, preferring the placement's `order` (else FIFO of
+/// readiness). A tensor needed on another device is sent once per destination device over the routed
+/// links; links are shared (concurrent transfers on a link queue FIFO — see docs/simulator.md).
+/// `mode::bsp` runs level by level with a barrier after each level.
+/// `model::simple` reproduces the DOPPLER paper's public simulator: one FIFO queue per device, op time
+/// = flops / device FLOP/s, every cross-device edge delays its consumer by bytes / bandwidth of its
+/// source's output, no contention, no latency.
+
+#include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/graph.hpp>
+#include <doppler/runtime/placement.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace doppler {
+
+enum class exec_mode : std::uint8_t { wc, bsp };
+enum class sim_model : std::uint8_t { wc, simple };
+
+struct sim_options {
+  exec_mode mode = exec_mode::wc;
+  sim_model model = sim_model::wc;
+  int streams = 1;              ///< concurrent ops per device
+  double jitter = 0;            ///< σ of lognormal multiplicative noise on op and transfer times (0 = off)
+  std::uint64_t seed = 0;       ///< RNG seed for jitter
+  std::vector<std::pair<device_index, double>> stragglers;  ///< device → slowdown factor (> 1)
+  bool record_trace = false;    ///< fill sim_result::events
+
+  sim_options& with_mode(exec_mode m) { mode = m; return *this; }
+  sim_options& with_model(sim_model m) { model = m; return *this; }
+  sim_options& with_streams(int s) { streams = s; return *this; }
+  sim_options& with_jitter(double sigma, std::uint64_t s) { jitter = sigma; seed = s; return *this; }
+  sim_options& with_trace(bool on = true) { record_trace = on; return *this; }
+};
+
+/// One interval of a trace: an op on a device, or a transfer on a link.
+struct trace_event {
+  enum class kind : std::uint8_t { op, transfer } what = kind::op;
+  std::uint32_t id = 0;     ///< op index (for a transfer: the op whose output moves)
+  std::uint32_t where = 0;  ///< device index (op) or directed link index (transfer)
+  std::uint32_t dst = 0;    ///< transfer: destination device
+  double start = 0, end = 0;
+};
+
+struct sim_result {
+  double makespan = 0;
+  std::vector<double> busy;        ///< per device: seconds spent computing
+  std::vector<double> link_bytes;  ///< per directed link: bytes carried
+  std::vector<trace_event> events; ///< when record_trace
+  std::size_t event_count = 0;     ///< events processed (for events/s benchmarks)
+  /// busy[d] / makespan
+  double utilization(device_index d) const noexcept { return makespan > 0 ? busy[d] / makespan : 0; }
+};
+
+/// Simulates one run. The placement must be valid (check_placement). Deterministic for a seed.
+sim_result simulate(const graph& g, const cluster& c, const placement& p, const cost_model& cm,
+                    const sim_options& opt = {});
+
+/// Makespan lower bound: max(critical path with every op on the fastest device and no communication,
+/// total FLOPs / total FLOP/s).
+double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm);
+
+/// Chrome trace event JSON (FORMATS.md) of a simulated or measured run: one process per device and per
+/// link, op id and kind in `args`, `otherData.makespan_s` and `otherData.source`.
+std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, std::string_view source);
+
+}  // namespace doppler
