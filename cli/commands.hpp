@@ -10,5 +10,7 @@ namespace doppler::cli {
 void add_graph_commands(CLI::App& app);
 /// cluster
 void add_cluster_commands(CLI::App& app);
+/// place, simulate, compare
+void add_sim_commands(CLI::App& app);
 
 }  // namespace doppler::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "doppler 0.1.0");
   doppler::cli::add_graph_commands(app);
   doppler::cli::add_cluster_commands(app);
+  doppler::cli::add_sim_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

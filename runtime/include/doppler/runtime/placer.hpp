@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,7 +52,22 @@ struct cp_decision {
 /// The DOPPLER critical-path teacher exactly: ready set; select max bottom level; place on the device
 /// of minimum earliest start time, EST = max(device available, max over preds of pred end + comm if on
 /// another device); ties broken by an RNG seeded with `seed`. Fills `decisions` when given.
+/// Bottom levels use `critical_path_costs`; docs/placers.md states every rule. With `respect_memory`
+/// a device whose placed output bytes would exceed its memory is skipped (errc::infeasible when none
+/// has room).
 placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::uint64_t seed,
-                   std::vector<cp_decision>* decisions = nullptr);
+                   std::vector<cp_decision>* decisions = nullptr, bool respect_memory = true);
+
+/// The costs the list schedulers rank ops by: node[v] = v's op time on its fastest device;
+/// edge[v] = the "comm of the source" (DOPPLER's edge feature): the mean, over ordered pairs of
+/// distinct devices, of the uncontended transfer time of v's output (bytes / 1e10 on doppler-paper:N).
+struct path_costs {
+  std::vector<double> node, edge;
+};
+path_costs critical_path_costs(const graph& g, const cluster& c, const cost_model& cm);
+
+/// A topological order that, among ready ops, prefers larger `priority` (then lower index):
+/// the priority order placers store in `placement::order`.
+std::vector<op_index> priority_topo_order(const graph& g, std::span<const double> priority);
 
 }  // namespace doppler

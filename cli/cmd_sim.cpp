@@ -1,0 +1,397 @@
+// Placement and simulation subcommands: place, simulate, compare.
+
+#include "commands.hpp"
+
+#include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/io.hpp>
+#include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/placer.hpp>
+#include <doppler/runtime/sim.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <numeric>
+
+namespace doppler::cli {
+
+namespace {
+
+/// Options every simulating command shares.
+struct sim_flags {
+  std::string graph_file, cluster_spec, costs_file, model = "wc", mode = "wc";
+  int streams = 1;
+};
+
+void add_sim_flags(CLI::App* cmd, sim_flags& f) {
+  cmd->add_option("--graph", f.graph_file, "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file")->required();
+  cmd->add_option("--cluster", f.cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")->required();
+  cmd->add_option("--model", f.model, "Simulator model: wc (work-conserving, link contention) or simple "
+                                      "(the DOPPLER paper's simulator)")->capture_default_str();
+  cmd->add_option("--mode", f.mode, "Execution mode: wc (work-conserving) or bsp (barrier per level)")
+      ->capture_default_str();
+  cmd->add_option("--streams", f.streams, "Concurrent ops per device")->capture_default_str();
+  cmd->add_option("--costs", f.costs_file, "Cost table (doppler-costs/1); default: built-in efficiencies");
+}
+
+sim_options to_sim_options(const sim_flags& f) {
+  sim_options o;
+  if (f.model == "wc") o.model = sim_model::wc;
+  else if (f.model == "simple") o.model = sim_model::simple;
+  else throw error(errc::bad_argument, "", "--model", "unknown model '" + f.model + "' (wc, simple)");
+  if (f.mode == "wc") o.mode = exec_mode::wc;
+  else if (f.mode == "bsp") o.mode = exec_mode::bsp;
+  else throw error(errc::bad_argument, "", "--mode", "unknown mode '" + f.mode + "' (wc, bsp)");
+  if (f.streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
+  o.streams = f.streams;
+  return o;
+}
+
+cost_model load_costs(const sim_flags& f) { return f.costs_file.empty() ? cost_model() : cost_model::load(f.costs_file); }
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+std::function<void(double)> progress_bar(std::string label) {
+  if (!isatty(2)) return nullptr;
+  return [label = std::move(label)](double f) {
+    int w = 30, filled = static_cast<int>(std::lround(f * w));
+    std::cerr << fmt::format("\r{} [{}{}] {:3.0f}%", label, std::string(filled, '#'), std::string(w - filled, '.'),
+                             100 * f)
+              << (f >= 1.0 ? "\n" : "") << std::flush;
+  };
+}
+
+double percentile(std::vector<double> xs, double q) {  // nearest rank
+  std::sort(xs.begin(), xs.end());
+  auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(xs.size())));
+  return xs[std::clamp<std::size_t>(k, 1, xs.size()) - 1];
+}
+
+struct stats {
+  double mean = 0, std = 0, min = 0;
+};
+stats summarize(const std::vector<double>& xs) {
+  stats s;
+  s.mean = std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(xs.size());
+  double ss = 0;
+  for (double x : xs) ss += (x - s.mean) * (x - s.mean);
+  s.std = xs.size() > 1 ? std::sqrt(ss / static_cast<double>(xs.size() - 1)) : 0.0;
+  s.min = *std::min_element(xs.begin(), xs.end());
+  return s;
+}
+
+/// `dev:factor` with dev a device id or index.
+std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c) {
+  auto colon = s.rfind(':');
+  auto bad = [&](const std::string& why) { return error(errc::bad_argument, "", "--straggler", "'" + s + "': " + why); };
+  if (colon == std::string::npos) throw bad("expected DEVICE:FACTOR");
+  std::string dev = s.substr(0, colon), fac = s.substr(colon + 1);
+  std::optional<device_index> d = c.find_device(dev);
+  if (!d) {
+    try {
+      std::size_t used = 0;
+      unsigned long i = std::stoul(dev, &used);
+      if (used == dev.size() && i < c.device_count()) d = static_cast<device_index>(i);
+    } catch (const std::exception&) {
+    }
+  }
+  if (!d) throw bad("no device '" + dev + "' in cluster '" + c.name() + "'");
+  double f = 0;
+  try {
+    f = std::stod(fac);
+  } catch (const std::exception&) {
+    throw bad("factor is not a number");
+  }
+  if (!(f >= 1.0) || !std::isfinite(f)) throw bad("factor must be a finite number ≥ 1");
+  return {*d, f};
+}
+
+void write_svg(const std::string& path, const std::string& title, const nlohmann::json& rows, double lower_bound) {
+  const double w = 760, left = 120, right = 40, bar_h = 22, gap = 10, top = 50;
+  double max_v = lower_bound;
+  for (auto& r : rows) max_v = std::max(max_v, r["makespan_s"].get<double>() + r["std_s"].get<double>());
+  if (max_v <= 0) max_v = 1;
+  double scale = (w - left - right) / max_v;
+  double h = top + static_cast<double>(rows.size()) * (bar_h + gap) + 40;
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char ch : s) o += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;" : std::string(1, ch);
+    return o;
+  };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"24\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
+      w, h, left, esc(title));
+  double y = top;
+  for (auto& r : rows) {
+    double v = r["makespan_s"].get<double>(), sd = r["std_s"].get<double>();
+    double bw = v * scale;
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 8, y + bar_h * 0.7,
+                       esc(r["method"].get<std::string>()));
+    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#4878a8\"/>\n", left, y, bw, bar_h);
+    if (sd > 0)
+      svg += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"black\"/>\n",
+                         left + (v - sd) * scale, left + (v + sd) * scale, y + bar_h / 2, y + bar_h / 2);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.4g} s</text>\n", left + (v + sd) * scale + 6, y + bar_h * 0.7, v);
+    y += bar_h + gap;
+  }
+  double lx = left + lower_bound * scale;
+  svg += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#c03030\" stroke-dasharray=\"4 3\"/>\n",
+                     lx, lx, top - 6, y);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"#c03030\">lower bound {:.4g} s</text>\n</svg>\n", lx, y + 16,
+                     lower_bound);
+  write_file_atomic(path, svg);
+}
+
+nlohmann::json run_json(const cluster& c, const sim_result& r, double lb) {
+  nlohmann::json devs = nlohmann::json::array(), links = nlohmann::json::array();
+  for (device_index d = 0; d < c.device_count(); ++d)
+    devs.push_back({{"id", c[d].id}, {"busy_s", r.busy[d]}, {"utilization", r.utilization(d)}});
+  for (std::size_t l = 0; l < r.link_bytes.size(); ++l)
+    if (r.link_bytes[l] > 0)
+      links.push_back({{"src", c.node_id(c.links()[l].src)}, {"dst", c.node_id(c.links()[l].dst)},
+                       {"bytes", r.link_bytes[l]}});
+  return {{"makespan_s", r.makespan}, {"lower_bound_s", lb}, {"ratio", lb > 0 ? r.makespan / lb : 0.0},
+          {"devices", devs}, {"links", links}};
+}
+
+void print_run(const nlohmann::json& j, std::ostream& os) {
+  os << fmt::format("makespan     {:.6g} s\n", j["makespan_s"].get<double>());
+  os << fmt::format("lower bound  {:.6g} s  (ratio {:.3f})\n", j["lower_bound_s"].get<double>(), j["ratio"].get<double>());
+  os << "devices      busy s      utilization\n";
+  for (auto& d : j["devices"])
+    os << fmt::format("  {:<10} {:<11.5g} {:5.1f}%\n", d["id"].get<std::string>(), d["busy_s"].get<double>(),
+                      100 * d["utilization"].get<double>());
+  if (!j["links"].empty()) {
+    os << "links        bytes\n";
+    for (auto& l : j["links"])
+      os << fmt::format("  {:>8} -> {:<8} {:.4g}\n", l["src"].get<std::string>(), l["dst"].get<std::string>(),
+                        l["bytes"].get<double>());
+  }
+}
+
+}  // namespace
+
+void add_sim_commands(CLI::App& app) {
+  std::string methods;
+  for (auto& n : placer_names()) methods += "\n  " + n + ": " + placer_description(n);
+
+  // ---- place ---------------------------------------------------------------------------------------
+  {
+    auto* cmd = app.add_subcommand("place", "Place a graph on a cluster with a named method; write doppler-placement/1");
+    struct opts {
+      sim_flags f;
+      std::string method = "cp", out = "placement.json";
+      std::uint64_t seed = 0;
+      int budget = 2000;
+    };
+    auto o = std::make_shared<opts>();
+    add_sim_flags(cmd, o->f);
+    cmd->add_option("--method", o->method, "Placement method:" + methods)->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Seed of the randomized methods")->capture_default_str();
+    cmd->add_option("--budget", o->budget, "search: simulator evaluations")->capture_default_str();
+    cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
+    cmd->callback([o] {
+      graph g = load_graph(o->f.graph_file);
+      cluster c = load_cluster_or_preset(o->f.cluster_spec);
+      cost_model cm = load_costs(o->f);
+      placer_options po;
+      po.seed = o->seed;
+      po.budget = o->budget;
+      po.sim = to_sim_options(o->f);
+      po.progress = progress_bar(o->method);
+      auto pl = make_placer(o->method);
+      auto t0 = std::chrono::steady_clock::now();
+      placement p = pl->place(g, c, cm, po);
+      double took = seconds_since(t0);
+      check_placement(p, g, c);
+      save_placement(p, g, c, o->out);
+      auto r = simulate(g, c, p, cm, po.sim);
+      double lb = makespan_lower_bound(g, c, cm);
+      std::ostream& os = o->out == "-" ? std::cerr : std::cout;
+      std::vector<std::size_t> per(c.device_count(), 0);
+      for (device_index d : p.device) ++per[d];
+      os << fmt::format("method       {} (seed {}), placed {} ops in {:.3g} s\n", o->method, o->seed, g.size(), took);
+      os << "ops/device  ";
+      for (device_index d = 0; d < c.device_count(); ++d) os << fmt::format(" {}={}", c[d].id, per[d]);
+      os << fmt::format("\nmakespan     {:.6g} s ({} model)\nlower bound  {:.6g} s  (ratio {:.3f})\n", r.makespan,
+                        o->f.model, lb, lb > 0 ? r.makespan / lb : 0.0);
+      if (o->out != "-") os << "wrote        " << o->out << "\n";
+    });
+  }
+
+  // ---- simulate ------------------------------------------------------------------------------------
+  {
+    auto* cmd = app.add_subcommand("simulate", "Simulate a placement: makespan, lower bound, utilization, link bytes");
+    struct opts {
+      sim_flags f;
+      std::string placement_file, trace_file;
+      std::vector<std::string> stragglers;
+      int runs = 1;
+      double jitter = 0;
+      std::uint64_t seed = 0;
+      bool json = false;
+    };
+    auto o = std::make_shared<opts>();
+    add_sim_flags(cmd, o->f);
+    cmd->add_option("--placement", o->placement_file, "doppler-placement/1 file (default: place with cp, seed --seed)");
+    cmd->add_option("--runs", o->runs, "Runs (with --jitter: mean, std, p50, p95)")->capture_default_str();
+    cmd->add_option("--jitter", o->jitter, "σ of lognormal noise on op and transfer times")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Seed of the jitter (run i uses seed + i) and of the default cp placement")
+        ->capture_default_str();
+    cmd->add_option("--straggler", o->stragglers, "DEVICE:FACTOR, a device slowed down by FACTOR (repeatable)");
+    cmd->add_option("--trace", o->trace_file, "Write a Chrome trace (Perfetto) of the first run");
+    cmd->add_flag("--json", o->json, "Print one JSON object");
+    cmd->callback([o] {
+      graph g = load_graph(o->f.graph_file);
+      cluster c = load_cluster_or_preset(o->f.cluster_spec);
+      cost_model cm = load_costs(o->f);
+      sim_options so = to_sim_options(o->f);
+      if (o->runs < 1) throw error(errc::bad_argument, "", "--runs", "must be at least 1");
+      if (!(o->jitter >= 0) || !std::isfinite(o->jitter)) throw error(errc::bad_argument, "", "--jitter", "must be ≥ 0");
+      for (auto& s : o->stragglers) so.stragglers.push_back(parse_straggler(s, c));
+      placement p;
+      if (o->placement_file.empty()) p = cp_place(g, c, cm, o->seed);
+      else p = load_placement(o->placement_file, g, c);
+      check_placement(p, g, c);
+      double lb = makespan_lower_bound(g, c, cm);
+      std::vector<double> spans;
+      nlohmann::json first;
+      for (int i = 0; i < o->runs; ++i) {
+        sim_options run = so;
+        run.jitter = o->jitter;
+        run.seed = o->seed + static_cast<std::uint64_t>(i);
+        run.record_trace = i == 0 && !o->trace_file.empty();
+        sim_result r = simulate(g, c, p, cm, run);
+        spans.push_back(r.makespan);
+        if (i == 0) {
+          first = run_json(c, r, lb);
+          if (run.record_trace) write_file_atomic(o->trace_file, chrome_trace(g, c, r, "simulator"));
+        }
+      }
+      first["method"] = p.method.empty() ? "unknown" : p.method;
+      first["model"] = o->f.model;
+      first["mode"] = o->f.mode;
+      if (o->runs > 1) {
+        auto s = summarize(spans);
+        first["runs"] = o->runs;
+        first["mean_s"] = s.mean;
+        first["std_s"] = s.std;
+        first["p50_s"] = percentile(spans, 0.5);
+        first["p95_s"] = percentile(spans, 0.95);
+      }
+      if (o->json) {
+        std::cout << first.dump() << "\n";
+        return;
+      }
+      print_run(first, std::cout);
+      if (o->runs > 1)
+        std::cout << fmt::format("runs         {}: mean {:.6g} s, std {:.4g}, p50 {:.6g}, p95 {:.6g}\n", o->runs,
+                                 first["mean_s"].get<double>(), first["std_s"].get<double>(),
+                                 first["p50_s"].get<double>(), first["p95_s"].get<double>());
+      if (!o->trace_file.empty()) std::cout << "trace        " << o->trace_file << "\n";
+    });
+  }
+
+  // ---- compare -------------------------------------------------------------------------------------
+  {
+    auto* cmd = app.add_subcommand("compare", "Compare placement methods on one graph and cluster (table, CSV, SVG)");
+    struct opts {
+      sim_flags f;
+      std::string methods = "single,round-robin,random,cp,heft,m-etf,metis,search", csv, svg;
+      int seeds = 5, budget = 2000;
+      bool json = false;
+    };
+    auto o = std::make_shared<opts>();
+    add_sim_flags(cmd, o->f);
+    cmd->add_option("--methods", o->methods, "Comma-separated methods:" + methods)->capture_default_str();
+    cmd->add_option("--seeds", o->seeds, "Seeds per method (0..N-1): makespan mean ± std over them")->capture_default_str();
+    cmd->add_option("--budget", o->budget, "search: simulator evaluations per seed")->capture_default_str();
+    cmd->add_option("--csv", o->csv, "Write the table as CSV");
+    cmd->add_option("--svg", o->svg, "Write a bar chart as SVG");
+    cmd->add_flag("--json", o->json, "Print one JSON object with a `rows` list");
+    cmd->callback([o] {
+      graph g = load_graph(o->f.graph_file);
+      cluster c = load_cluster_or_preset(o->f.cluster_spec);
+      cost_model cm = load_costs(o->f);
+      sim_options so = to_sim_options(o->f);
+      if (o->seeds < 1) throw error(errc::bad_argument, "", "--seeds", "must be at least 1");
+      std::vector<std::string> names;
+      for (std::size_t at = 0; at <= o->methods.size();) {
+        auto comma = std::min(o->methods.find(',', at), o->methods.size());
+        if (comma > at) names.push_back(o->methods.substr(at, comma - at));
+        at = comma + 1;
+      }
+      if (names.empty()) throw error(errc::bad_argument, "", "--methods", "no method named");
+      for (auto& n : names) make_placer(n);  // unknown names fail before any work
+      double lb = makespan_lower_bound(g, c, cm);
+      nlohmann::json rows = nlohmann::json::array();
+      for (auto& n : names) {
+        std::vector<double> spans, times;
+        for (int s = 0; s < o->seeds; ++s) {
+          placer_options po;
+          po.seed = static_cast<std::uint64_t>(s);
+          po.budget = o->budget;
+          po.sim = so;
+          po.progress = progress_bar(fmt::format("{} seed {}/{}", n, s + 1, o->seeds));
+          auto pl = make_placer(n);
+          auto t0 = std::chrono::steady_clock::now();
+          placement p = pl->place(g, c, cm, po);
+          times.push_back(seconds_since(t0));
+          check_placement(p, g, c);
+          spans.push_back(simulate(g, c, p, cm, so).makespan);
+        }
+        auto st = summarize(spans);
+        rows.push_back({{"method", n}, {"makespan_s", st.mean}, {"std_s", st.std}, {"best_s", st.min},
+                        {"ratio_lower_bound", lb > 0 ? st.mean / lb : 0.0},
+                        {"place_time_s", std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size())}});
+      }
+      double best = rows[0]["makespan_s"].get<double>();
+      for (auto& r : rows) best = std::min(best, r["makespan_s"].get<double>());
+      for (auto& r : rows) r["ratio_best"] = best > 0 ? r["makespan_s"].get<double>() / best : 0.0;
+      nlohmann::json out = {{"graph", g.name()}, {"cluster", c.name()}, {"model", o->f.model}, {"mode", o->f.mode},
+                            {"seeds", o->seeds}, {"lower_bound_s", lb}, {"rows", rows}};
+      if (!o->csv.empty()) {
+        std::string csv = "method,makespan_mean_s,makespan_std_s,makespan_best_s,ratio_lower_bound,ratio_best,place_time_s\n";
+        for (auto& r : rows)
+          csv += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.6f},{:.6f},{:.6g}\n", r["method"].get<std::string>(),
+                             r["makespan_s"].get<double>(), r["std_s"].get<double>(), r["best_s"].get<double>(),
+                             r["ratio_lower_bound"].get<double>(), r["ratio_best"].get<double>(),
+                             r["place_time_s"].get<double>());
+        write_file_atomic(o->csv, csv);
+      }
+      if (!o->svg.empty())
+        write_svg(o->svg, fmt::format("{} on {} ({} model, {} seeds)", g.name(), c.name(), o->f.model, o->seeds), rows, lb);
+      if (o->json) {
+        std::cout << out.dump() << "\n";
+        return;
+      }
+      std::cout << fmt::format("{} on {}: {} model, {} mode, {} seed(s); lower bound {:.6g} s\n", g.name(), c.name(),
+                               o->f.model, o->f.mode, o->seeds, lb);
+      std::cout << fmt::format("{:<12} {:>24} {:>12} {:>8} {:>8} {:>10}\n", "method", "makespan s (mean ± std)",
+                               "best s", "/bound", "/best", "place s");
+      for (auto& r : rows)
+        std::cout << fmt::format("{:<12} {:>12.6g} ± {:<9.3g} {:>12.6g} {:>8.3f} {:>8.3f} {:>10.3g}\n",
+                                 r["method"].get<std::string>(), r["makespan_s"].get<double>(), r["std_s"].get<double>(),
+                                 r["best_s"].get<double>(), r["ratio_lower_bound"].get<double>(),
+                                 r["ratio_best"].get<double>(), r["place_time_s"].get<double>());
+      if (!o->csv.empty()) std::cout << "wrote " << o->csv << "\n";
+      if (!o->svg.empty()) std::cout << "wrote " << o->svg << "\n";
+    });
+  }
+}
+
+}  // namespace doppler::cli

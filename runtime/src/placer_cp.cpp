@@ -1,0 +1,137 @@
+// The DOPPLER critical-path teacher (docs/placers.md, "cp").
+//
+// Per step: among the ready ops (all producers placed) select one of maximum bottom level; place it
+// on a device of minimum earliest start time
+//   EST(v, d) = max(avail[d], max over producers u of end[u] + (dev[u] != d ? transfer(dev[u], d, bytes[u]) : 0))
+// then end[v] = EST + op_time(v, d) and avail[d] = end[v]. Ties (equal within a relative 1e-9) of
+// either choice are broken by one std::mt19937_64 seeded with `seed`, drawing only when there is
+// more than one candidate; every tied candidate is reported in cp_decision.
+
+#include "placer_common.hpp"
+
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_algos.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <random>
+
+namespace doppler {
+
+namespace {
+
+/// a and b equal up to a relative 1e-9 (bottom levels and start times are sums in different orders).
+bool same(double a, double b) noexcept {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+struct ready_entry {
+  double bl;
+  op_index v;
+  bool operator<(const ready_entry& o) const noexcept {  // max-heap: larger bl, then lower index first
+    return bl != o.bl ? bl < o.bl : v > o.v;
+  }
+};
+
+}  // namespace
+
+placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::uint64_t seed,
+                   std::vector<cp_decision>* decisions, bool respect_memory) {
+  const auto n = static_cast<op_index>(g.size());
+  const auto n_dev = static_cast<device_index>(c.device_count());
+  detail::memory_tracker mem(g, c, respect_memory);
+  mem.check_total("cp");
+  detail::transfer_table tt(c);
+  auto bl = detail::default_bottom_levels(g, c, cm);
+
+  std::mt19937_64 rng(seed);
+  auto pick = [&rng](std::size_t count) -> std::size_t {
+    return count <= 1 ? 0 : std::uniform_int_distribution<std::size_t>(0, count - 1)(rng);
+  };
+
+  placement p;
+  p.device.assign(n, 0);
+  p.order.reserve(n);
+  p.method = "cp";
+  if (decisions) {
+    decisions->clear();
+    decisions->reserve(n);
+  }
+  std::vector<double> end(n, 0.0), avail(n_dev, 0.0), est(n_dev, 0.0);
+  std::vector<std::uint32_t> missing(n);
+  std::priority_queue<ready_entry> ready;
+  for (op_index v = 0; v < n; ++v) {
+    missing[v] = static_cast<std::uint32_t>(g.preds(v).size());
+    if (missing[v] == 0) ready.push({bl[v], v});
+  }
+
+  std::vector<op_index> tied_ops;
+  std::vector<device_index> tied_devs;
+  while (!ready.empty()) {
+    // Select: every ready op of maximum bottom level, one of them at random.
+    tied_ops.clear();
+    const double top = ready.top().bl;
+    while (!ready.empty() && same(ready.top().bl, top)) {
+      tied_ops.push_back(ready.top().v);
+      ready.pop();
+    }
+    std::sort(tied_ops.begin(), tied_ops.end());
+    const op_index v = tied_ops[pick(tied_ops.size())];
+    for (op_index u : tied_ops)
+      if (u != v) ready.push({bl[u], u});
+
+    // Place: earliest start time over the devices with room for v's output.
+    double best = std::numeric_limits<double>::infinity();
+    for (device_index d = 0; d < n_dev; ++d) {
+      if (!mem.fits(d, v)) {
+        est[d] = std::numeric_limits<double>::infinity();
+        continue;
+      }
+      double t = avail[d];
+      for (op_index u : g.preds(v)) {
+        device_index du = p.device[u];
+        t = std::max(t, end[u] + (du == d ? 0.0 : tt.time(du, d, g[u].bytes)));
+      }
+      est[d] = t;
+      best = std::min(best, t);
+    }
+    if (!std::isfinite(best)) mem.fail(v, "cp");
+    tied_devs.clear();
+    for (device_index d = 0; d < n_dev; ++d)
+      if (std::isfinite(est[d]) && same(est[d], best)) tied_devs.push_back(d);
+    const device_index d = tied_devs[pick(tied_devs.size())];
+
+    p.device[v] = d;
+    p.order.push_back(v);
+    mem.add(d, v);
+    end[v] = est[d] + cm.op_time(g[v], c[d]);
+    avail[d] = end[v];
+    if (decisions) decisions->push_back({v, d, tied_ops, tied_devs});
+    for (op_index s : g.succs(v))
+      if (--missing[s] == 0) ready.push({bl[s], s});
+  }
+  if (p.order.size() != n) throw error(errc::internal, "", "", "cp: not every op became ready (graph not acyclic?)");
+  return p;
+}
+
+namespace detail {
+
+namespace {
+
+class cp_placer final : public placer {
+ public:
+  std::string_view name() const noexcept override { return "cp"; }
+  placement place(const graph& g, const cluster& c, const cost_model& cm, const placer_options& opt) override {
+    return cp_place(g, c, cm, opt.seed, nullptr, opt.respect_memory);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<placer> make_cp_placer() { return std::make_unique<cp_placer>(); }
+
+}  // namespace detail
+
+}  // namespace doppler
