@@ -39,6 +39,10 @@ struct sim_options {
   sim_options& with_streams(int s) { streams = s; return *this; }
   sim_options& with_jitter(double sigma, std::uint64_t s) { jitter = sigma; seed = s; return *this; }
   sim_options& with_trace(bool on = true) { record_trace = on; return *this; }
+  sim_options& with_straggler(device_index d, double slowdown) {
+    stragglers.emplace_back(d, slowdown);
+    return *this;
+  }
 };
 
 /// One interval of a trace: an op on a device, or a transfer on a link.
@@ -52,7 +56,7 @@ struct trace_event {
 
 struct sim_result {
   double makespan = 0;
-  std::vector<double> busy;        ///< per device: seconds spent computing
+  std::vector<double> busy;        ///< per device: seconds with at least one op running
   std::vector<double> link_bytes;  ///< per directed link: bytes carried
   std::vector<trace_event> events; ///< when record_trace
   std::size_t event_count = 0;     ///< events processed (for events/s benchmarks)
@@ -65,8 +69,14 @@ sim_result simulate(const graph& g, const cluster& c, const placement& p, const 
                     const sim_options& opt = {});
 
 /// Makespan lower bound: max(critical path with every op on the fastest device and no communication,
-/// total FLOPs / total FLOP/s).
+/// total work / total FLOP/s), where an op's work is flops / efficiency[kind] (for synthetic ops: its
+/// flops). Valid for every placement of the `wc` model with one stream and no jitter.
 double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm);
+/// The same bound for the model, streams and stragglers of `opt`: `simple` ignores efficiencies,
+/// `streams` > 1 divides the work bound by the streams, straggler devices count at their slowed rate.
+/// Valid for every placement when `opt.jitter` is 0.
+double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm,
+                            const sim_options& opt);
 
 /// Chrome trace event JSON (FORMATS.md) of a simulated or measured run: one process per device and per
 /// link, op id and kind in `args`, `otherData.makespan_s` and `otherData.source`.

@@ -1,0 +1,97 @@
+// The cost model's efficiency table and its `doppler-costs/1` reader/writer (docs/simulator.md).
+#include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/io.hpp>
+
+#include "json_util.hpp"
+
+#include <cmath>
+
+namespace doppler {
+
+namespace {
+
+constexpr std::string_view format_tag = "doppler-costs/1";
+
+/// Default fraction of a device's sustained FLOP/s each kind reaches. Matmuls are compute bound;
+/// elementwise and normalization kernels are memory bound and reach a small fraction; ops with no
+/// FLOPs (input, transpose, concat, slice) take no time whatever their efficiency; synthetic ops are
+/// exact by definition (docs/simulator.md keeps this table in step).
+constexpr double default_efficiency(op_kind k) noexcept {
+  switch (k) {
+    case op_kind::matmul: return 0.7;
+    case op_kind::add:
+    case op_kind::mul:
+    case op_kind::scale:
+    case op_kind::exp:
+    case op_kind::reduce_sum: return 0.1;
+    case op_kind::silu:
+    case op_kind::gelu:
+    case op_kind::rope: return 0.15;
+    case op_kind::softmax:
+    case op_kind::rmsnorm: return 0.2;
+    case op_kind::input:
+    case op_kind::transpose:
+    case op_kind::concat:
+    case op_kind::slice:
+    case op_kind::synthetic: return 1.0;
+  }
+  return 1.0;
+}
+
+bool valid_efficiency(double e) noexcept { return std::isfinite(e) && e > 0 && e <= 1; }
+
+}  // namespace
+
+cost_model::cost_model() {
+  for (op_kind k : all_op_kinds()) efficiency_[static_cast<int>(k)] = default_efficiency(k);
+}
+
+cost_model& cost_model::set_efficiency(op_kind k, double e) {
+  if (!valid_efficiency(e))
+    throw error(errc::bad_argument, "efficiency of " + std::string(to_string(k)) +
+                                        " must be in (0, 1], got " + std::to_string(e));
+  efficiency_[static_cast<int>(k)] = e;
+  return *this;
+}
+
+cost_model cost_model::parse(std::string_view text, const std::string& file) {
+  using detail::json;
+  using detail::json_reader;
+  json root = detail::parse_json(text, file);
+  json_reader r(file);
+  r.expect_format(root, format_tag);
+  auto it = root.find("efficiency");
+  if (it == root.end()) r.fail(errc::missing_field, "efficiency", "required object is missing");
+  r.expect_object(*it, "efficiency");
+  cost_model cm;
+  for (const auto& [name, value] : it->items()) {
+    std::string path = json_reader::join("efficiency", name.c_str());
+    auto kind = parse_op_kind(name);
+    if (!kind) r.fail(errc::unknown_kind, path, "\"" + name + "\" is not an op kind");
+    if (!value.is_number())
+      r.fail(errc::bad_type, path, "must be a number, got " + std::string(value.type_name()));
+    double e = value.get<double>();
+    if (!valid_efficiency(e)) r.fail(errc::bad_value, path, "must be in (0, 1], got " + value.dump());
+    cm.efficiency_[static_cast<int>(*kind)] = e;
+  }
+  return cm;
+}
+
+cost_model cost_model::load(const std::string& path) { return parse(read_file(path), path); }
+
+std::string cost_model::to_json_text() const {
+  // One kind per line, every kind written: the file documents the whole table it was made from.
+  using ordered = nlohmann::ordered_json;
+  std::string out = "{\n  \"format\": " + ordered(format_tag).dump() + ",\n  \"efficiency\": {";
+  bool first = true;
+  for (op_kind k : all_op_kinds()) {
+    out += first ? "\n    " : ",\n    ";
+    out += ordered(std::string(to_string(k))).dump() + ": " + ordered(efficiency(k)).dump();
+    first = false;
+  }
+  out += "\n  }\n}\n";
+  return out;
+}
+
+}  // namespace doppler

@@ -1,0 +1,97 @@
+// The simulator's front door: option checks, per-op durations, model dispatch, the lower bound.
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_algos.hpp>
+#include <doppler/runtime/sim.hpp>
+
+#include "sim_detail.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace doppler {
+
+namespace {
+
+void check_options(const sim_options& opt, const cluster& c) {
+  if (opt.streams < 1)
+    throw error(errc::bad_argument, "streams must be >= 1, got " + std::to_string(opt.streams));
+  if (!std::isfinite(opt.jitter) || opt.jitter < 0)
+    throw error(errc::bad_argument, "jitter must be a finite sigma >= 0, got " + std::to_string(opt.jitter));
+  for (const auto& [d, f] : opt.stragglers) {
+    if (d >= c.device_count())
+      throw error(errc::bad_argument, "straggler device index " + std::to_string(d) +
+                                          " is out of range; the cluster has " +
+                                          std::to_string(c.device_count()) + " devices");
+    if (!std::isfinite(f) || f <= 0)
+      throw error(errc::bad_argument, "straggler slowdown must be finite and > 0, got " + std::to_string(f));
+  }
+}
+
+/// Per-device slowdown factors (1 where no straggler is named; several entries multiply).
+std::vector<double> slowdowns(const sim_options& opt, const cluster& c) {
+  std::vector<double> s(c.device_count(), 1.0);
+  for (const auto& [d, f] : opt.stragglers) s[d] *= f;
+  return s;
+}
+
+/// Seconds of op `o` on device `d` under the model: the cost model for wc, raw FLOPs for simple.
+double base_time(const op& o, const device& d, const cost_model& cm, sim_model m) noexcept {
+  if (m == sim_model::simple) return o.flops <= 0 ? 0.0 : o.flops / d.flops;
+  return cm.op_time(o, d);
+}
+
+}  // namespace
+
+sim_result simulate(const graph& g, const cluster& c, const placement& p, const cost_model& cm,
+                    const sim_options& opt) {
+  check_options(opt, c);
+  check_placement(p, g, c);
+  detail::sim_inputs in;
+  in.rng.seed(opt.seed);
+  in.jitter = opt.jitter;
+  auto slow = slowdowns(opt, c);
+  in.op_time.resize(g.size());
+  in.bytes.resize(g.size());
+  // Op factors are drawn first, in op order, so an op's jitter does not depend on the placement:
+  // two placements simulated with one seed see the same op noise (common random numbers).
+  for (op_index v = 0; v < g.size(); ++v) {
+    device_index d = p.device[v];
+    in.op_time[v] = base_time(g[v], c[d], cm, opt.model) * slow[d] * in.factor();
+    in.bytes[v] = g[v].bytes;
+  }
+  return opt.model == sim_model::simple ? detail::simulate_simple(g, c, p, in, opt)
+                                        : detail::simulate_wc(g, c, p, in, opt);
+}
+
+double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm,
+                            const sim_options& opt) {
+  check_options(opt, c);
+  if (g.size() == 0 || c.device_count() == 0) return 0;
+  auto slow = slowdowns(opt, c);
+  // Effective rates: a straggler computes at flops / slowdown.
+  double total_rate = 0;
+  device_index fastest = 0;
+  for (device_index d = 0; d < c.device_count(); ++d) {
+    double rate = c[d].flops / slow[d];
+    total_rate += rate;
+    if (rate > c[fastest].flops / slow[fastest]) fastest = d;
+  }
+  // Every op on the fastest device, no communication: the critical path. The same per-op times
+  // summed are the work; D devices of `streams` concurrent ops each finish it no faster than
+  // work-seconds-on-the-fastest × its rate / (Σ rates × streams).
+  int streams = opt.model == sim_model::simple ? 1 : opt.streams;
+  std::vector<double> t(g.size());
+  double work = 0;  // FLOP-equivalents: seconds on a 1 FLOP/s device
+  for (op_index v = 0; v < g.size(); ++v) {
+    t[v] = base_time(g[v], c[fastest], cm, opt.model) * slow[fastest];
+    work += t[v] * (c[fastest].flops / slow[fastest]);
+  }
+  double cp = critical_path(g, t);
+  return std::max(cp, work / (total_rate * streams));
+}
+
+double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm) {
+  return makespan_lower_bound(g, c, cm, sim_options{});
+}
+
+}  // namespace doppler

@@ -1,0 +1,34 @@
+#pragma once
+// Private parts shared by the simulator's models (sim.cpp, sim_wc.cpp, sim_simple.cpp).
+
+#include <doppler/runtime/sim.hpp>
+
+#include <random>
+#include <span>
+#include <vector>
+
+namespace doppler::detail {
+
+/// What every model needs besides the graph, cluster and placement: per-op durations on the op's
+/// device (cost model or raw FLOPs, stragglers and op jitter applied) and the RNG for transfer jitter.
+struct sim_inputs {
+  std::vector<double> op_time;  ///< seconds, per op, on its placed device
+  std::vector<double> bytes;    ///< output bytes, per op
+  std::mt19937_64 rng;
+  double jitter = 0;            ///< σ; 0 = transfers are exact
+
+  /// A lognormal(−σ²/2, σ) factor (mean 1), or 1 when jitter is off.
+  double factor() {
+    if (jitter <= 0) return 1.0;
+    return std::lognormal_distribution<double>(-0.5 * jitter * jitter, jitter)(rng);
+  }
+};
+
+/// The work-conserving model (`exec_mode::wc` or `bsp`), see docs/simulator.md.
+sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim_inputs& in,
+                       const sim_options& opt);
+/// The DOPPLER paper's model (`sim_model::simple`), see docs/simulator.md.
+sim_result simulate_simple(const graph& g, const cluster& c, const placement& p, sim_inputs& in,
+                           const sim_options& opt);
+
+}  // namespace doppler::detail

@@ -1,0 +1,232 @@
+// The work-conserving discrete-event model (and its bsp variant). docs/simulator.md is the spec.
+//
+// Events live in one binary heap ordered by (time, sequence number): equal times pop in the order
+// they were pushed, so a run is a pure function of its inputs and seed. All events of one instant
+// are applied before any device picks its next op, so an op that becomes ready at t competes with
+// every other op ready at t. Everything per op, per device and per link is a flat vector sized up
+// front; the event loop allocates nothing.
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_algos.hpp>
+
+#include "sim_detail.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+namespace doppler::detail {
+
+namespace {
+
+/// A pending event: an op finishing, or a transfer arriving (the high bit of the payload).
+struct event {
+  double t;
+  std::uint64_t key;  // sequence number << 32 | payload
+};
+struct later {
+  bool operator()(const event& a, const event& b) const noexcept {
+    return a.t > b.t || (a.t == b.t && a.key > b.key);
+  }
+};
+constexpr std::uint32_t arrival_bit = 1u << 31;
+constexpr std::uint32_t payload_mask = 0xffffffffu;
+
+/// One tensor moving to one device (it serves every consumer of `op` placed there).
+struct transfer {
+  op_index op;
+  device_index dst;
+};
+
+/// Per-device ready queues in one flat buffer: device d owns [off[d], off[d + 1]); each op enters
+/// its device's queue once. With an `order`, a queue is a min-heap of order positions; without, a
+/// FIFO of op indices.
+class ready_queues {
+ public:
+  ready_queues(const placement& p, std::size_t devices) : order_(p.order), prio_(!p.order.empty()) {
+    const std::size_t n = p.device.size();
+    std::vector<std::uint32_t> off(devices + 1, 0);
+    for (device_index d : p.device) ++off[d + 1];
+    for (std::size_t d = 0; d < devices; ++d) off[d + 1] += off[d];
+    head_.assign(off.begin(), off.end() - 1);
+    tail_ = head_;
+    buf_.resize(n);
+    if (prio_) {
+      pos_.resize(n);
+      for (std::size_t i = 0; i < n; ++i) pos_[p.order[i]] = static_cast<std::uint32_t>(i);
+    }
+  }
+  bool empty(device_index d) const noexcept { return head_[d] == tail_[d]; }
+  void push(device_index d, op_index v) {
+    if (!prio_) {
+      buf_[tail_[d]++] = v;
+      return;
+    }
+    buf_[tail_[d]++] = pos_[v];
+    std::push_heap(buf_.data() + head_[d], buf_.data() + tail_[d], std::greater<>{});
+  }
+  op_index pop(device_index d) {
+    if (!prio_) return buf_[head_[d]++];
+    std::pop_heap(buf_.data() + head_[d], buf_.data() + tail_[d], std::greater<>{});
+    return order_[buf_[--tail_[d]]];
+  }
+
+ private:
+  const std::vector<op_index>& order_;
+  bool prio_;
+  std::vector<std::uint32_t> buf_, head_, tail_, pos_;
+};
+
+}  // namespace
+
+sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim_inputs& in,
+                       const sim_options& opt) {
+  const std::size_t n = g.size(), devices = c.device_count();
+  sim_result r;
+  r.busy.assign(devices, 0.0);
+  r.link_bytes.assign(c.links().size(), 0.0);
+  if (n == 0) return r;
+  if (n >= arrival_bit || g.edge_count() >= arrival_bit)
+    throw error(errc::bad_argument, "graph too large for the simulator (2^31 ops or edges)");
+
+  const device_index* dev = p.device.data();
+  const double* op_time = in.op_time.data();
+  const bool bsp = opt.mode == exec_mode::bsp;
+  const bool tracing = opt.record_trace;
+  const auto streams = static_cast<std::uint32_t>(opt.streams);
+
+  // remaining[v]: producers of v whose output is not yet on v's device.
+  std::vector<std::uint32_t> remaining(n);
+  for (op_index v = 0; v < n; ++v) remaining[v] = static_cast<std::uint32_t>(g.preds(v).size());
+
+  ready_queues ready(p, devices);
+  std::vector<std::uint32_t> running(devices, 0);
+  std::vector<double> busy_since(devices, 0.0), link_free(c.links().size(), 0.0), op_start;
+  std::vector<device_index> stamp(devices, UINT32_MAX);  // stamp[d] == u: u already sent to d
+  std::vector<device_index> dirty;
+  std::vector<char> is_dirty(devices, 0);
+  dirty.reserve(devices);
+  std::vector<transfer> transfers;
+  transfers.reserve(g.edge_count());
+  if (tracing) {
+    op_start.resize(n);
+    r.events.reserve(n + g.edge_count());
+  }
+  std::vector<event> heap_storage;
+  heap_storage.reserve(std::min<std::size_t>(n + g.edge_count(), devices * streams + g.edge_count()));
+  std::priority_queue<event, std::vector<event>, later> heap(later{}, std::move(heap_storage));
+  std::uint64_t seq = 0;
+  auto push_event = [&](double t, std::uint32_t payload) {
+    heap.push(event{t, (seq++ << 32) | payload});
+  };
+  auto make_ready = [&](op_index v) {
+    device_index d = dev[v];
+    ready.push(d, v);
+    if (!is_dirty[d]) {
+      is_dirty[d] = 1;
+      dirty.push_back(d);
+    }
+  };
+
+  // bsp: ops grouped by level; a level is released when the previous one, transfers included, is done.
+  std::vector<std::uint32_t> level_off, level_ops;
+  std::uint32_t level = 0, outstanding = 0;
+  if (bsp) {
+    auto lv = levels(g);
+    std::uint32_t depth = 0;
+    for (auto l : lv) depth = std::max(depth, l + 1);
+    level_off.assign(depth + 1, 0);
+    for (auto l : lv) ++level_off[l + 1];
+    for (std::uint32_t l = 0; l < depth; ++l) level_off[l + 1] += level_off[l];
+    level_ops.resize(n);
+    auto fill = level_off;
+    for (op_index v = 0; v < n; ++v) level_ops[fill[lv[v]]++] = v;
+    for (std::uint32_t i = level_off[0]; i < level_off[1]; ++i) make_ready(level_ops[i]);
+    outstanding = level_off[1] - level_off[0];
+  } else {
+    for (op_index v = 0; v < n; ++v)
+      if (remaining[v] == 0) make_ready(v);
+  }
+
+  auto send = [&](op_index u, device_index a, device_index b, double t) {
+    const route& rt = c.route_between(a, b);
+    double start = t;
+    for (link_index l : rt.links) start = std::max(start, link_free[l]);
+    double end = start + rt.time(in.bytes[u]) * in.factor();
+    for (link_index l : rt.links) {
+      link_free[l] = end;
+      r.link_bytes[l] += in.bytes[u];
+      if (tracing) r.events.push_back({trace_event::kind::transfer, u, l, b, start, end});
+    }
+    push_event(end, static_cast<std::uint32_t>(transfers.size()) | arrival_bit);
+    transfers.push_back({u, b});
+  };
+
+  std::size_t done = 0;
+  double now = 0;
+  for (;;) {
+    // Start what can start on every device touched at this instant.
+    for (device_index d : dirty) {
+      is_dirty[d] = 0;
+      while (running[d] < streams && !ready.empty(d)) {
+        op_index v = ready.pop(d);
+        if (running[d]++ == 0) busy_since[d] = now;
+        if (tracing) op_start[v] = now;
+        push_event(now + op_time[v], v);
+      }
+    }
+    dirty.clear();
+    if (heap.empty()) break;
+
+    now = heap.top().t;
+    do {
+      const auto payload = static_cast<std::uint32_t>(heap.top().key & payload_mask);
+      heap.pop();
+      ++r.event_count;
+      if (payload & arrival_bit) {
+        const transfer tr = transfers[payload & ~arrival_bit];
+        for (op_index s : g.succs(tr.op))
+          if (dev[s] == tr.dst && --remaining[s] == 0 && !bsp) make_ready(s);
+        if (bsp) --outstanding;
+        continue;
+      }
+      const op_index u = payload;
+      const device_index d = dev[u];
+      if (--running[d] == 0) r.busy[d] += now - busy_since[d];
+      if (!is_dirty[d]) {
+        is_dirty[d] = 1;
+        dirty.push_back(d);
+      }
+      ++done;
+      if (tracing) r.events.push_back({trace_event::kind::op, u, d, 0, op_start[u], now});
+      for (op_index s : g.succs(u)) {
+        const device_index ds = dev[s];
+        if (ds == d) {
+          if (--remaining[s] == 0 && !bsp) make_ready(s);
+        } else if (stamp[ds] != u) {
+          stamp[ds] = u;
+          send(u, d, ds, now);
+          if (bsp) ++outstanding;
+        }
+      }
+      if (bsp) --outstanding;
+    } while (!heap.empty() && heap.top().t == now);
+
+    if (bsp && outstanding == 0 && level + 2 < level_off.size()) {
+      ++level;  // the barrier: every op of the level and every transfer it caused is done
+      for (std::uint32_t i = level_off[level]; i < level_off[level + 1]; ++i) {
+        if (remaining[level_ops[i]] != 0)
+          throw error(errc::internal, "bsp: an op of level " + std::to_string(level) +
+                                          " is not ready at its barrier");
+        make_ready(level_ops[i]);
+      }
+      outstanding = level_off[level + 1] - level_off[level];
+    }
+  }
+  if (done != n)
+    throw error(errc::internal, "simulation ended with " + std::to_string(n - done) +
+                                    " ops never run (an invalid placement?)");
+  r.makespan = now;
+  return r;
+}
+
+}  // namespace doppler::detail
