@@ -1,0 +1,61 @@
+#pragma once
+/// The CPU backend's kernels, one function per op kind (`doppler-graph/1`, docs/formats.md). Each
+/// takes its input tensors and attributes, checks their shapes (a mismatch throws
+/// `error(shape_mismatch)`), and returns a new output tensor. All run on the calling thread only:
+/// matmul calls OpenBLAS pinned to one thread, so several device workers never oversubscribe cores.
+/// Numerics (eps, gelu form, rope pairing) are in docs/cpu_backend.md.
+
+#include <doppler/runtime/tensor.hpp>
+
+#include <cstdint>
+#include <span>
+
+namespace doppler::cpu {
+
+/// rmsnorm's epsilon: y = x / sqrt(mean(x²) + eps) · w.
+inline constexpr float rmsnorm_eps = 1e-6f;
+/// Floats in the buffer a `synthetic` kernel computes on (1 KiB: stays in L1).
+inline constexpr std::size_t synthetic_buffer = 256;
+
+/// A (..., m, k) · B (k, n) or (..., k, n) with A's batch axes → (..., m, n). OpenBLAS sgemm, one
+/// call for a shared 2-D B (batch folded into rows), one per batch entry otherwise.
+tensor matmul(const tensor& a, const tensor& b);
+
+/// x + y, y equal to x's shape or to x's trailing axes (broadcast over x's leading axes).
+tensor add(const tensor& x, const tensor& y);
+/// x · y elementwise, with add's broadcast.
+tensor mul(const tensor& x, const tensor& y);
+/// x · sigmoid(x).
+tensor silu(const tensor& x);
+/// 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³))), the tanh approximation.
+tensor gelu(const tensor& x);
+/// e^x elementwise.
+tensor exp(const tensor& x);
+/// x · factor.
+tensor scale(const tensor& x, double factor);
+/// Softmax over the last axis, stable: exp(x − max) / Σ exp(x − max), sums in double.
+tensor softmax(const tensor& x);
+/// x / sqrt(mean over the last axis of x² + eps) · w, w of the last axis' length.
+tensor rmsnorm(const tensor& x, const tensor& w, float eps = rmsnorm_eps);
+/// Rotary embedding: adjacent pairs (x[2i], x[2i+1]) of the last axis (length d) rotate by the
+/// angle p · base^(−2i/d), p the index along axis −2 (0 for a rank-1 x). Angles in double.
+tensor rope(const tensor& x, double base = 10000.0);
+/// out[i0, …] = x[j…] with out axis a = x axis perm[a].
+tensor transpose(const tensor& x, std::span<const std::int64_t> perm);
+/// Concatenation along `axis` (negative counts from the end); inputs equal outside it.
+tensor concat(std::span<const tensor* const> xs, std::int64_t axis);
+/// [start, end) along `axis` (negative counts from the end).
+tensor slice(const tensor& x, std::int64_t axis, std::int64_t start, std::int64_t end);
+/// Elementwise sum of equally shaped tensors, added in argument order.
+tensor reduce_sum(std::span<const tensor* const> xs);
+
+/// Runs ⌈flops / (2 · synthetic_buffer)⌉ rounds of a multiply-add over `buf` (each round costs
+/// 2 · synthetic_buffer FLOPs and depends on the previous one) and returns the number of rounds.
+/// Values stay bounded (a contraction towards c / (1 − a), |c| ≤ 1e-3).
+std::uint64_t synthetic_compute(double flops, std::span<float, synthetic_buffer> buf) noexcept;
+/// A synthetic op's kernel: runs `synthetic_compute(flops)` on a buffer seeded from `seed` and
+/// returns a tensor of `shape` filled uniformly from `seed`, whose first elements are overwritten by
+/// the computed buffer (so the loop cannot be optimized away and the output is deterministic).
+tensor synthetic(double flops, const shape_t& shape, std::uint64_t seed);
+
+}  // namespace doppler::cpu

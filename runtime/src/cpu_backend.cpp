@@ -1,0 +1,106 @@
+// The CPU backend's dispatch (op → kernel), the reference executor and the kernel timer.
+#include <doppler/runtime/cpu_backend.hpp>
+#include <doppler/runtime/error.hpp>
+
+#include <cmath>
+#include <numeric>
+
+namespace doppler {
+
+shape_t output_shape(const graph& g, op_index i) {
+  const op& o = g[i];
+  if (!o.shape.empty() || o.kind != op_kind::synthetic) return o.shape;
+  const double elem = static_cast<double>(size_of(g.element_type()));
+  return {static_cast<std::int64_t>(std::ceil(o.bytes / elem))};
+}
+
+tensor execute_op(const graph& g, op_index i, std::span<const tensor* const> in, std::uint64_t seed) {
+  const op& o = g[i];
+  if (in.size() != o.inputs.size())
+    throw error(errc::bad_argument, "op `" + o.id + "` (" + std::string(to_string(o.kind)) + ") takes " +
+                                        std::to_string(o.inputs.size()) + " inputs, got " + std::to_string(in.size()));
+  for (std::size_t a = 0; a < in.size(); ++a) {
+    if (in[a] == nullptr)
+      throw error(errc::bad_argument, "op `" + o.id + "`: input " + std::to_string(a) + " is null");
+    shape_t want = output_shape(g, o.inputs[a]);
+    if (in[a]->shape() != want)
+      throw error(errc::shape_mismatch, "op `" + o.id + "`: input " + std::to_string(a) + " (`" +
+                                            g[o.inputs[a]].id + "`) has shape " + to_string(in[a]->shape()) +
+                                            ", expected " + to_string(want));
+  }
+  const op_attrs& at = o.attrs;
+  try {
+    switch (o.kind) {
+      case op_kind::input: return make_input(o.id, o.shape, seed);
+      case op_kind::matmul: return cpu::matmul(*in[0], *in[1]);
+      case op_kind::add: return cpu::add(*in[0], *in[1]);
+      case op_kind::mul: return cpu::mul(*in[0], *in[1]);
+      case op_kind::silu: return cpu::silu(*in[0]);
+      case op_kind::gelu: return cpu::gelu(*in[0]);
+      case op_kind::exp: return cpu::exp(*in[0]);
+      case op_kind::scale: return cpu::scale(*in[0], at.factor);
+      case op_kind::softmax: return cpu::softmax(*in[0]);
+      case op_kind::rmsnorm: return cpu::rmsnorm(*in[0], *in[1]);
+      case op_kind::rope: return cpu::rope(*in[0], at.base);
+      case op_kind::transpose: return cpu::transpose(*in[0], at.perm);
+      case op_kind::concat: return cpu::concat(in, at.axis);
+      case op_kind::slice: return cpu::slice(*in[0], at.axis, at.start, at.end);
+      case op_kind::reduce_sum: return cpu::reduce_sum(in);
+      case op_kind::synthetic: return cpu::synthetic(o.flops, output_shape(g, i), op_seed(seed, o.id));
+    }
+  } catch (const error& e) {
+    throw error(e.code(), "op `" + o.id + "`: " + e.reason());
+  }
+  throw error(errc::internal, "op `" + o.id + "`: unhandled kind");
+}
+
+// ---- reference executor ------------------------------------------------------------------------
+
+std::vector<tensor> execute_reference(const graph& g, const reference_options& opt) {
+  std::vector<tensor> out(g.size());
+  // Remaining consumers per op (distinct successors), to release outputs when keep_all is off.
+  std::vector<std::uint32_t> pending(g.size());
+  for (op_index i = 0; i < g.size(); ++i) pending[i] = static_cast<std::uint32_t>(g.succs(i).size());
+  std::vector<const tensor*> args;
+  for (op_index i : g.topo_order()) {
+    const op& o = g[i];
+    args.clear();
+    for (op_index p : o.inputs) args.push_back(&out[p]);
+    auto run = [&] { return execute_op(g, i, args, opt.seed); };
+    out[i] = opt.timer ? opt.timer->time(i, run) : run();
+    if (!opt.keep_all)
+      for (op_index p : g.preds(i))
+        if (--pending[p] == 0) out[p] = tensor{};
+  }
+  return out;
+}
+
+std::vector<tensor> execute_reference(const graph& g, std::uint64_t seed) {
+  return execute_reference(g, reference_options{}.with_seed(seed));
+}
+
+// ---- kernel_timer ------------------------------------------------------------------------------
+
+void kernel_timer::record(op_index i, double seconds) {
+  if (i >= seconds_.size()) {
+    seconds_.resize(std::size_t(i) + 1, 0.0);
+    runs_.resize(std::size_t(i) + 1, 0);
+  }
+  seconds_[i] += seconds;
+  runs_[i] += 1;
+}
+
+double kernel_timer::total() const noexcept { return std::accumulate(seconds_.begin(), seconds_.end(), 0.0); }
+
+std::array<double, op_kind_count> kernel_timer::per_kind(const graph& g) const {
+  std::array<double, op_kind_count> k{};
+  for (op_index i = 0; i < seconds_.size() && i < g.size(); ++i) k[static_cast<std::size_t>(g[i].kind)] += seconds_[i];
+  return k;
+}
+
+void kernel_timer::clear() noexcept {
+  seconds_.clear();
+  runs_.clear();
+}
+
+}  // namespace doppler

@@ -1,0 +1,103 @@
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/tensor.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace doppler {
+
+std::size_t element_count(const shape_t& s) {
+  std::size_t n = 1;
+  for (auto e : s) {
+    if (e < 0) throw error(errc::bad_value, "negative tensor extent in " + to_string(s));
+    n *= static_cast<std::size_t>(e);
+  }
+  return n;
+}
+
+tensor::tensor(shape_t shape) : shape_(std::move(shape)), data_(element_count(shape_), 0.0f) {}
+
+tensor::tensor(shape_t shape, std::vector<float> values) : shape_(std::move(shape)), data_(std::move(values)) {
+  if (data_.size() != element_count(shape_))
+    throw error(errc::shape_mismatch, std::to_string(data_.size()) + " values for a tensor of shape " +
+                                          to_string(shape_));
+}
+
+std::int64_t tensor::dim(std::int64_t axis) const {
+  auto r = static_cast<std::int64_t>(shape_.size());
+  std::int64_t a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a >= r)
+    throw error(errc::bad_argument, "axis " + std::to_string(axis) + " out of range for shape " + to_string(shape_));
+  return shape_[static_cast<std::size_t>(a)];
+}
+
+bool bitwise_equal(const tensor& a, const tensor& b) noexcept {
+  return a.shape() == b.shape() &&
+         (a.numel() == 0 || std::memcmp(a.data(), b.data(), a.numel() * sizeof(float)) == 0);
+}
+
+double max_abs_diff(const tensor& a, const tensor& b) noexcept {
+  if (a.shape() != b.shape()) return std::numeric_limits<double>::infinity();
+  double m = 0;
+  for (std::size_t i = 0; i < a.numel(); ++i) {
+    double d = std::fabs(double(a[i]) - double(b[i]));
+    if (!(d <= m)) m = d;  // NaN propagates as the maximum
+  }
+  return m;
+}
+
+bool all_finite(const tensor& t) noexcept {
+  for (float v : t.values())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+namespace {
+
+constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+std::uint64_t op_seed(std::uint64_t run_seed, std::string_view op_id) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (unsigned char c : op_id) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return splitmix64(splitmix64(run_seed) ^ h);
+}
+
+void fill_uniform(tensor& t, std::uint64_t seed, float scale) noexcept {
+  float* p = t.data();
+  const std::uint64_t base = splitmix64(seed);
+  for (std::size_t i = 0; i < t.numel(); ++i) {
+    // The top 24 bits give a float in [0, 1) exactly; map to [-1, 1).
+    auto bits = static_cast<std::uint32_t>(splitmix64(base + i) >> 40);
+    float u = static_cast<float>(bits) * (1.0f / 16777216.0f);
+    p[i] = (2.0f * u - 1.0f) * scale;
+  }
+}
+
+float input_fill_scale(const shape_t& shape) noexcept {
+  double n = shape.empty() || shape.back() <= 0 ? 1.0 : static_cast<double>(shape.back());
+  return static_cast<float>(std::sqrt(3.0 / n));
+}
+
+tensor make_input(std::string_view id, const shape_t& shape, std::uint64_t run_seed) {
+  tensor t(shape);
+  constexpr std::string_view ones = ".ones";
+  if (id.size() >= ones.size() && id.substr(id.size() - ones.size()) == ones) {
+    for (float& v : t.values()) v = 1.0f;
+  } else {
+    fill_uniform(t, op_seed(run_seed, id), input_fill_scale(shape));
+  }
+  return t;
+}
+
+}  // namespace doppler
