@@ -1,8 +1,8 @@
 // Local search / simulated annealing over assignments (docs/placers.md, "search"): the
 // "enumerative optimizer" anchor.
 //
-// Start: the better (simulated makespan under opt.sim) of cp (seed opt.seed) and heft; its priority
-// order is kept. Then opt.budget candidates, each one move from the current assignment:
+// Start: the best (simulated makespan under opt.sim; earlier wins ties) of cp (seed opt.seed), heft,
+// m-etf and round-robin; its priority order is kept. Then opt.budget candidates, each one move from the current assignment:
 //   50% reassign a random op to another random device,
 //   30% swap the devices of two random ops on different devices,
 //   20% move a random op to the device of one of its random neighbours (producer or consumer).
@@ -34,11 +34,14 @@ class search_placer final : public placer {
     placer_options sub = opt;
     sub.progress = nullptr;
     placement start = make_cp_placer()->place(g, c, cm, sub);
-    placement alt = make_heft_placer()->place(g, c, cm, sub);
-    double start_cost = score(start), alt_cost = score(alt);
-    if (alt_cost < start_cost) {
-      start = std::move(alt);
-      start_cost = alt_cost;
+    double start_cost = score(start);
+    for (const char* other : {"heft", "m-etf", "round-robin"}) {
+      placement alt = make_placer(other)->place(g, c, cm, sub);
+      double alt_cost = score(alt);
+      if (alt_cost < start_cost) {
+        start = std::move(alt);
+        start_cost = alt_cost;
+      }
     }
     placement cur = std::move(start);
     cur.method = name();
