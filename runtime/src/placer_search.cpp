@@ -2,7 +2,7 @@
 // "enumerative optimizer" anchor.
 //
 // Start: the best (simulated makespan under opt.sim; earlier wins ties) of cp (seed opt.seed), heft,
-// m-etf and round-robin; its priority order is kept. Then opt.budget candidates, each one move from the current assignment:
+// m-etf, round-robin and single; its priority order is kept. Then opt.budget candidates, each one move from the current assignment:
 //   50% reassign a random op to another random device,
 //   30% swap the devices of two random ops on different devices,
 //   20% move a random op to the device of one of its random neighbours (producer or consumer).
@@ -35,7 +35,7 @@ class search_placer final : public placer {
     sub.progress = nullptr;
     placement start = make_cp_placer()->place(g, c, cm, sub);
     double start_cost = score(start);
-    for (const char* other : {"heft", "m-etf", "round-robin"}) {
+    for (const char* other : {"heft", "m-etf", "round-robin", "single"}) {
       placement alt = make_placer(other)->place(g, c, cm, sub);
       double alt_cost = score(alt);
       if (alt_cost < start_cost) {

@@ -212,7 +212,7 @@ const registry_entry registry[] = {
      detail::make_metf_placer},
     {"metis", "libmetis k-way partition of the op graph, vertices weighted by FLOPs, edges by bytes",
      detail::make_metis_placer},
-    {"search", "simulated annealing over assignments from the best of cp/heft/m-etf/round-robin, scored by the simulator",
+    {"search", "simulated annealing over assignments from the best of cp/heft/m-etf/round-robin/single, scored by the simulator",
      detail::make_search_placer},
 };
 

@@ -260,7 +260,7 @@ TEST_CASE("search is never worse than its start and reports progress") {
     placer_options so = o;
     so.progress = nullptr;
     double start = 1e300;
-    for (const char* m : {"cp", "heft", "m-etf", "round-robin"})
+    for (const char* m : {"cp", "heft", "m-etf", "round-robin", "single"})
       start = std::min(start, simulate(g, c, make_placer(m)->place(g, c, cm, so), cm, o.sim).makespan);
     CHECK(simulate(g, c, s, cm, o.sim).makespan <= start);
   }
