@@ -36,7 +36,13 @@ class search_placer final : public placer {
     placement start = make_cp_placer()->place(g, c, cm, sub);
     double start_cost = score(start);
     for (const char* other : {"heft", "m-etf", "round-robin", "single"}) {
-      placement alt = make_placer(other)->place(g, c, cm, sub);
+      placement alt;
+      try {
+        alt = make_placer(other)->place(g, c, cm, sub);
+      } catch (const error& e) {
+        if (e.code() == errc::infeasible) continue;  // e.g. single when device 0 is too small
+        throw;
+      }
       double alt_cost = score(alt);
       if (alt_cost < start_cost) {
         start = std::move(alt);

@@ -125,10 +125,11 @@ class single_placer final : public placer {
     memory_tracker mem(g, c, opt.respect_memory);
     placement p;
     p.device.assign(g.size(), 0);
-    for (op_index v = 0; v < g.size(); ++v) {
-      if (!mem.fits(0, v)) mem.fail(v, name());
-      mem.add(0, v);
-    }
+    if (mem.enabled() && g.total_bytes() > c[0].memory)
+      throw error(errc::infeasible, "", "",
+                  fmt::format("single: graph '{}' does not fit on device '{}' of cluster '{}': its op outputs total "
+                              "{:.4g} bytes, the device holds {:.4g}",
+                              g.name(), c[0].id, c.name(), g.total_bytes(), c[0].memory));
     p.order = priority_topo_order(g, detail::default_bottom_levels(g, c, cm));
     p.method = name();
     return p;
