@@ -1,0 +1,116 @@
+#pragma once
+/// The embedding API: an engine owns an actor system and one device actor per device of a cluster;
+/// `run` executes a placed graph on them (work-conserving, or bsp for comparison) N times and returns
+/// the outputs, the measured traces and makespans. No CAF (and no Torch) in this header.
+///
+///   doppler::engine e(doppler::make_preset("cpu:4"));
+///   auto r = e.run(g, p, doppler::run_options{}.with_repeat(5));
+///   std::cout << r.mean_makespan() << " s\n";
+
+#include <doppler/actors/fwd.hpp>
+#include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/graph.hpp>
+#include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/sim.hpp>
+#include <doppler/runtime/tensor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace doppler {
+
+struct engine_options {
+  int streams = 1;                   ///< ops each device runs at once (its worker threads)
+  std::string backend = "cpu";       ///< backend by name: cpu, null
+  std::shared_ptr<actors::backend> custom_backend;  ///< overrides `backend` (tests, other devices)
+  std::chrono::milliseconds timeout{120000};        ///< default per-run timeout
+  std::size_t scheduler_threads = 0; ///< CAF scheduler threads (0: CAF's default, one per core)
+
+  engine_options& with_streams(int s) { streams = s; return *this; }
+  engine_options& with_backend(std::string name) { backend = std::move(name); return *this; }
+  engine_options& with_custom_backend(std::shared_ptr<actors::backend> b) { custom_backend = std::move(b); return *this; }
+  engine_options& with_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
+  engine_options& with_scheduler_threads(std::size_t n) { scheduler_threads = n; return *this; }
+};
+
+struct run_options {
+  exec_mode mode = exec_mode::wc;
+  int repeat = 1;                    ///< runs of the same placement
+  std::uint64_t seed = 0;            ///< fills inputs (the reference run with this seed must agree)
+  bool trace = true;                 ///< record events (for chrome_trace)
+  actors::keep_outputs keep = actors::keep_outputs::exits;
+  std::optional<std::chrono::milliseconds> timeout;  ///< overrides engine_options::timeout
+
+  run_options& with_mode(exec_mode m) { mode = m; return *this; }
+  run_options& with_repeat(int n) { repeat = n; return *this; }
+  run_options& with_seed(std::uint64_t s) { seed = s; return *this; }
+  run_options& with_trace(bool on = true) { trace = on; return *this; }
+  run_options& keep_all() { keep = actors::keep_outputs::all; return *this; }
+  run_options& with_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
+};
+
+/// What `engine::run` returns.
+struct run_result {
+  /// One entry per op of the graph, from the last repeat: the op's output where it was kept (the
+  /// exits, or all ops with keep_all), else an empty tensor — the layout of `execute_reference`.
+  std::vector<tensor> outputs;
+  /// One measured run per repeat, as the simulator reports one: makespan, busy seconds per device,
+  /// bytes per directed link, and (with trace) the op and transfer events. `chrome_trace(g, c, r,
+  /// "cpu")` writes one.
+  std::vector<sim_result> runs;
+  std::vector<std::uint64_t> bytes_moved;  ///< per repeat: bytes copied between devices
+  std::vector<std::uint64_t> transfers;    ///< per repeat: tensor copies between devices
+
+  std::vector<double> makespans() const;
+  double mean_makespan() const;
+  double min_makespan() const;
+  double max_makespan() const;
+};
+
+/// A run that did not complete: a kernel threw, a device actor died, or the timeout fired.
+class run_failure : public std::runtime_error {
+ public:
+  run_failure(std::string what, std::optional<op_index> op, std::optional<device_index> device)
+      : std::runtime_error(std::move(what)), op_(op), device_(device) {}
+  std::optional<op_index> op() const noexcept { return op_; }
+  std::optional<device_index> device() const noexcept { return device_; }
+
+ private:
+  std::optional<op_index> op_;
+  std::optional<device_index> device_;
+};
+
+/// An actor system with one device actor per device of a cluster. Runs are sequential (one at a
+/// time per engine); the engine stays usable after a failed run (dead devices are respawned).
+class engine {
+ public:
+  explicit engine(cluster c, engine_options opt = {});
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  /// Runs `p` of `g` `opt.repeat` times. Throws `doppler::error` for an invalid placement and
+  /// `run_failure` when a run fails (naming the op and the device).
+  run_result run(const graph& g, const placement& p, const run_options& opt = {});
+  /// The same without copying the graph.
+  run_result run(std::shared_ptr<const graph> g, const placement& p, const run_options& opt = {});
+
+  const cluster& cluster_model() const noexcept;
+  const engine_options& options() const noexcept;
+  /// Bytes the device actors hold in their buffers now (0 between runs).
+  std::uint64_t bytes_held();
+  /// Fault injection: kills device d's actor now (a run in flight fails naming it; the next run
+  /// respawns it).
+  void kill_device(device_index d);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace doppler

@@ -1,0 +1,224 @@
+#pragma once
+/// The whole conversation of one graph run, in one place (STYLE habit 3).
+///
+///   engine ──run──▶ dispatcher ──begin / execute / send / collect / end──▶ device (one per device)
+///                       ▲                                                    │  ▲
+///                       └──────── op_done / transfer_done / op_failed ───────┘  │ tensor (peer copy)
+///                                                                  worker threads ──kernel/copy done──┘
+///
+/// - The dispatcher owns one run: dependency counters, the transfers consumers need, the barrier of
+///   `bsp` mode, the per-run timeout, and a monitor on every device (a device that dies ends the run).
+/// - A device owns its buffers and a backend. `execute(op)` means "every input of op is in your
+///   buffers": the op joins a ready queue ordered by the placement's priority and runs on one of the
+///   device's `streams` worker threads (never on a CAF scheduler thread). `send(op, dst)` hands the
+///   output of op to the device dst, which copies it into its own buffer on its copy thread.
+/// - Times travel as steady-clock nanoseconds; the dispatcher makes them relative to its start.
+///
+/// Every message type is registered in the `doppler_actors` type-id block below. The run plan (a
+/// pointer to the immutable graph, placement and precomputed tables) is process-local.
+
+#include <doppler/runtime/graph.hpp>
+#include <doppler/runtime/sim.hpp>
+#include <doppler/runtime/tensor.hpp>
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace doppler::actors {
+
+struct run_plan;  // run_plan.hpp: graph, placement, device handles, per-op tables (process-local)
+
+/// A process-local, shared, immutable run plan.
+struct plan_ref {
+  std::shared_ptr<const run_plan> ptr;
+};
+
+/// A tensor carried by a message. Local sends share the buffer read-only (the receiver copies it into
+/// its own buffer); serialized sends write shape and values.
+struct tensor_ref {
+  std::shared_ptr<const tensor> ptr;
+};
+
+/// A device finished op `op`: measured steady-clock interval on that device.
+struct op_done_msg {
+  std::uint64_t run = 0;
+  op_index op = 0;
+  device_index device = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
+/// Device `dst` holds a copy of op's output that device `src` sent.
+struct transfer_done_msg {
+  std::uint64_t run = 0;
+  op_index op = 0;
+  device_index src = 0, dst = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::uint64_t bytes = 0;
+};
+
+/// Op `op` failed on `device` (its kernel threw, or the device could not run it).
+struct op_failed_msg {
+  std::uint64_t run = 0;
+  op_index op = 0;
+  device_index device = 0;
+  std::string what;
+};
+
+/// A worker thread finished a kernel (device-internal: worker → its device actor).
+struct kernel_done_msg {
+  std::uint64_t run = 0;
+  op_index op = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  tensor_ref out;
+};
+
+/// A worker thread finished copying a received tensor (device-internal).
+struct copy_done_msg {
+  std::uint64_t run = 0;
+  op_index op = 0;
+  device_index src = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+  tensor_ref copy;
+};
+
+/// One output a device hands back at the end of a run.
+struct op_output {
+  op_index op = 0;
+  tensor_ref value;
+};
+
+/// What a run produced: the measured trace and its summary, the outputs, or why it failed.
+struct run_report {
+  bool ok = false;
+  std::string failure;            ///< empty when ok: "op 'h' (index 7) on device cpu1: <reason>"
+  std::uint32_t failed_op = 0;    ///< meaningful when !ok and failure names an op
+  std::uint32_t failed_device = 0;
+  double makespan = 0;                  ///< seconds, first dispatch → last completion
+  std::vector<double> busy;             ///< per device: seconds with ≥ 1 op running
+  std::vector<double> link_bytes;       ///< per directed link of the cluster: bytes copied across it
+  std::uint64_t bytes_moved = 0;        ///< bytes copied between devices
+  std::uint64_t transfers = 0;          ///< tensor copies between devices
+  std::vector<trace_event> events;      ///< when the run records a trace
+  std::vector<op_output> outputs;
+};
+
+}  // namespace doppler::actors
+
+// ---- atoms (≤ 10 characters each) ---------------------------------------------------------------
+CAF_ADD_ATOM(doppler_actors, doppler::actors, begin_atom, "dp_begin")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, execute_atom, "dp_exec")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, send_atom, "dp_send")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, tensor_atom, "dp_tensor")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, collect_atom, "dp_collect")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, end_atom, "dp_end")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, run_atom, "dp_run")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, timeout_atom, "dp_timeout")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, bytes_atom, "dp_bytes")
+
+namespace doppler::actors {
+
+/// A device: its buffers, a backend, a ready queue and `streams` worker threads.
+using device_actor = caf::typed_actor<
+    /// Prepare for run `plan` (buffers, tables); answered once ready.
+    caf::replies_to<begin_atom, plan_ref>::with<caf::ok_atom>,
+    /// Every input of op is in this device's buffers: queue it by priority and run it.
+    caf::reacts_to<execute_atom, std::uint64_t, op_index>,
+    /// Send op's output (in this device's buffers) to device `dst`.
+    caf::reacts_to<send_atom, std::uint64_t, op_index, device_index>,
+    /// A peer's tensor arrives: copy it into this device's buffers, then report transfer_done.
+    caf::reacts_to<tensor_atom, std::uint64_t, op_index, device_index, tensor_ref>,
+    /// Worker threads report back.
+    caf::reacts_to<kernel_done_msg>, caf::reacts_to<op_failed_msg>, caf::reacts_to<copy_done_msg>,
+    /// Hand over the outputs this device keeps (sinks, or all with keep-all).
+    caf::replies_to<collect_atom, std::uint64_t>::with<std::vector<op_output>>,
+    /// Release every buffer of run.
+    caf::reacts_to<end_atom, std::uint64_t>,
+    /// Bytes currently held in buffers (tests check that a finished or failed run frees them).
+    caf::replies_to<bytes_atom>::with<std::uint64_t>>;
+
+/// The dispatcher of one run.
+using dispatcher_actor = caf::typed_actor<
+    /// Run the plan once; answered with the report (ok or failure) — never left unanswered.
+    caf::replies_to<run_atom>::with<run_report>,
+    caf::reacts_to<op_done_msg>, caf::reacts_to<transfer_done_msg>, caf::reacts_to<op_failed_msg>,
+    /// The per-run timeout fired.
+    caf::reacts_to<timeout_atom, std::uint64_t>>;
+
+// ---- inspect overloads (CAF 0.17 form) ----------------------------------------------------------
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
+  shape_t shape;
+  std::vector<float> values;
+  if constexpr (Inspector::reads_state) {
+    if (x.ptr) {
+      shape = x.ptr->shape();
+      values.assign(x.ptr->values().begin(), x.ptr->values().end());
+    }
+  }
+  return f(caf::meta::type_name("tensor_ref"), shape, values,
+           caf::meta::load_callback([&]() -> caf::error {
+             x.ptr = std::make_shared<const tensor>(std::move(shape), std::move(values));
+             return caf::none;
+           }));
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_done_msg& x) {
+  return f(caf::meta::type_name("op_done_msg"), x.run, x.op, x.device, x.start_ns, x.end_ns);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, transfer_done_msg& x) {
+  return f(caf::meta::type_name("transfer_done_msg"), x.run, x.op, x.src, x.dst, x.start_ns,
+           x.end_ns, x.bytes);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_failed_msg& x) {
+  return f(caf::meta::type_name("op_failed_msg"), x.run, x.op, x.device, x.what);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kernel_done_msg& x) {
+  return f(caf::meta::type_name("kernel_done_msg"), x.run, x.op, x.start_ns, x.end_ns, x.out);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, copy_done_msg& x) {
+  return f(caf::meta::type_name("copy_done_msg"), x.run, x.op, x.src, x.start_ns, x.end_ns, x.copy);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_output& x) {
+  return f(caf::meta::type_name("op_output"), x.op, x.value);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, run_report& x) {
+  return f(caf::meta::type_name("run_report"), x.ok, x.failure, x.failed_op, x.failed_device,
+           x.makespan, x.busy, x.link_bytes, x.bytes_moved, x.transfers, x.events, x.outputs);
+}
+
+}  // namespace doppler::actors
+
+namespace doppler {
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trace_event& x) {
+  return f(caf::meta::type_name("trace_event"), x.what, x.id, x.where, x.dst, x.start, x.end);
+}
+}  // namespace doppler
+
+/// The plan is process-local (a pointer to an immutable graph); remote workers will ship graphs as
+/// doppler-graph/1 text instead.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(doppler::actors::plan_ref)
+
+CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::trace_event))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::tensor_ref))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_done_msg))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::transfer_done_msg))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_failed_msg))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::kernel_done_msg))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::copy_done_msg))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_output))
+  CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::op_output>))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::run_report))
+CAF_END_TYPE_ID_BLOCK(doppler_actors)

@@ -1,0 +1,51 @@
+#pragma once
+/// The immutable plan of one run, shared (read-only) by the dispatcher, the devices and their worker
+/// threads: the graph, the placement, the device handles and the tables both sides precompute once.
+
+#include <doppler/actors/backend.hpp>
+#include <doppler/actors/fwd.hpp>
+#include <doppler/actors/protocol.hpp>
+#include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/sim.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace doppler::actors {
+
+struct run_plan {
+  std::uint64_t run = 0;                    ///< run id; messages of other runs are dropped
+  std::shared_ptr<const graph> g;
+  std::shared_ptr<const cluster> c;
+  placement p;
+  std::vector<device_actor> devices;        ///< one handle per cluster device
+  exec_mode mode = exec_mode::wc;
+  std::uint64_t seed = 0;                   ///< fills inputs (and synthetic outputs)
+  keep_outputs keep = keep_outputs::exits;
+  bool record_trace = true;
+  std::chrono::milliseconds timeout{60000}; ///< the run fails when it is not done by then
+
+  std::vector<std::uint32_t> rank;          ///< rank[op]: position in the priority order (lower first)
+  /// remote_dest[off[op] .. off[op+1]): distinct devices ≠ p.device[op] that consume op's output.
+  std::vector<std::uint32_t> remote_off;
+  std::vector<device_index> remote_dest;
+
+  std::size_t size() const noexcept { return g->size(); }
+  device_index device_of(op_index i) const noexcept { return p.device[i]; }
+  std::span<const device_index> remote_dests(op_index i) const noexcept {
+    return {remote_dest.data() + remote_off[i], remote_dest.data() + remote_off[i + 1]};
+  }
+  /// Distinct consumers of op i placed on device d.
+  std::uint32_t consumers_on(op_index i, device_index d) const noexcept;
+  bool is_exit(op_index i) const noexcept { return g->succs(i).empty(); }
+};
+
+/// Builds the tables of a plan whose graph, cluster, placement and devices are set (checks the
+/// placement; throws `doppler::error` naming the op when it is invalid).
+void finish_plan(run_plan& plan);
+
+}  // namespace doppler::actors

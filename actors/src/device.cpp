@@ -1,0 +1,237 @@
+// The device actor (protocol.hpp): buffers, priority ready queue, worker threads, peer copies.
+
+#include <doppler/actors/device.hpp>
+#include <doppler/actors/run_plan.hpp>
+
+#include <doppler/runtime/error.hpp>
+
+#include "worker_pool.hpp"
+
+#include <chrono>
+#include <functional>
+#include <queue>
+#include <utility>
+
+namespace doppler::actors {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::uint64_t held_bytes(const tensor& t) { return t.numel() * sizeof(float); }
+
+struct device_state {
+  device_options opt;
+  std::unique_ptr<worker_pool> streams;  // kernels
+  std::unique_ptr<worker_pool> copier;   // received tensors → own buffers
+
+  // ---- the current run ----
+  std::shared_ptr<const run_plan> plan;
+  std::uint64_t run = 0;
+  bool active = false;
+  dispatcher_actor dispatcher;
+  std::vector<std::shared_ptr<const tensor>> buf;  // buf[op]: op's output held on this device
+  std::vector<std::uint32_t> refs;                 // uses left before buf[op] can go
+  std::uint64_t bytes = 0;
+  using entry = std::pair<std::uint32_t, op_index>;  // (rank, op)
+  std::priority_queue<entry, std::vector<entry>, std::greater<>> ready;
+  int running = 0;
+
+  static inline const char* name = "doppler.device";
+
+  bool keeps(op_index i) const {
+    return plan->keep == keep_outputs::all ? plan->device_of(i) == opt.index : plan->is_exit(i);
+  }
+  void store(op_index i, std::shared_ptr<const tensor> t, std::uint32_t uses) {
+    if (uses == 0 && !keeps(i)) return;
+    bytes += held_bytes(*t);
+    buf[i] = std::move(t);
+    refs[i] = uses;
+  }
+  void release_use(op_index i) {
+    if (refs[i] > 0 && --refs[i] == 0 && buf[i] && !keeps(i)) {
+      bytes -= held_bytes(*buf[i]);
+      buf[i].reset();
+    }
+  }
+  void clear() {
+    plan.reset();
+    active = false;
+    buf.clear();
+    buf.shrink_to_fit();
+    refs.clear();
+    refs.shrink_to_fit();
+    bytes = 0;
+    ready = {};
+    running = 0;
+    dispatcher = nullptr;
+  }
+};
+
+using device_pointer = device_actor::stateful_pointer<device_state>;
+
+/// Output of a kernel that finished: keep it while local consumers or transfers need it.
+void on_kernel_done(device_pointer self, op_index i, std::int64_t start, std::int64_t end,
+                    std::shared_ptr<const tensor> out) {
+  auto& st = self->state;
+  const auto& plan = *st.plan;
+  std::uint32_t uses = plan.consumers_on(i, st.opt.index) +
+                       static_cast<std::uint32_t>(plan.remote_dests(i).size());
+  if (out) st.store(i, std::move(out), uses);
+  self->send(st.dispatcher, op_done_msg{st.run, i, st.opt.index, start, end});
+}
+
+void pump(device_pointer self);
+
+void launch(device_pointer self, op_index i) {
+  auto& st = self->state;
+  const auto& g = *st.plan->g;
+  std::vector<std::shared_ptr<const tensor>> args;
+  args.reserve(g[i].inputs.size());
+  for (op_index p : g[i].inputs) {
+    if (!st.buf[p]) {
+      self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index,
+                                              "input '" + g[p].id + "' is not in the device's buffers"});
+      return;
+    }
+    args.push_back(st.buf[p]);
+  }
+  for (op_index p : g.preds(i)) st.release_use(p);
+  if (st.opt.kernels->runs_inline()) {
+    std::vector<const tensor*> ptrs;
+    for (auto& a : args) ptrs.push_back(a.get());
+    auto start = now_ns();
+    try {
+      auto out = std::make_shared<const tensor>(st.opt.kernels->execute(g, i, ptrs, st.plan->seed));
+      on_kernel_done(self, i, start, now_ns(), std::move(out));
+    } catch (const std::exception& e) {
+      self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, e.what()});
+    }
+    return;
+  }
+  ++st.running;
+  device_actor me = self;
+  st.streams->post([me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
+                    dev = st.opt.index] {
+    std::vector<const tensor*> ptrs;
+    ptrs.reserve(args.size());
+    for (auto& a : args) ptrs.push_back(a.get());
+    auto start = now_ns();
+    try {
+      auto out = std::make_shared<const tensor>(kernels->execute(*plan->g, i, ptrs, plan->seed));
+      caf::anon_send(me, kernel_done_msg{plan->run, i, start, now_ns(), tensor_ref{std::move(out)}});
+    } catch (const std::exception& e) {
+      caf::anon_send(me, op_failed_msg{plan->run, i, dev, e.what()});
+    } catch (...) {
+      caf::anon_send(me, op_failed_msg{plan->run, i, dev, "unknown exception"});
+    }
+  });
+}
+
+void pump(device_pointer self) {
+  auto& st = self->state;
+  while (st.active && !st.ready.empty() && st.running < st.opt.streams) {
+    op_index i = st.ready.top().second;
+    st.ready.pop();
+    launch(self, i);
+  }
+}
+
+device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
+  self->state.opt = std::move(opt);
+  if (!self->state.opt.kernels->runs_inline()) {
+    self->state.streams = std::make_unique<worker_pool>(std::max(1, self->state.opt.streams));
+    self->state.copier = std::make_unique<worker_pool>(1);
+  }
+  return {
+      [=](begin_atom, const plan_ref& ref) {
+        auto& st = self->state;
+        st.clear();
+        st.plan = ref.ptr;
+        st.run = ref.ptr->run;
+        st.active = true;
+        st.dispatcher = caf::actor_cast<dispatcher_actor>(self->current_sender());
+        st.buf.resize(ref.ptr->size());
+        st.refs.assign(ref.ptr->size(), 0);
+        return caf::ok_atom::value;
+      },
+      [=](execute_atom, std::uint64_t run, op_index i) {
+        auto& st = self->state;
+        if (!st.active || run != st.run) return;
+        st.ready.emplace(st.plan->rank[i], i);
+        pump(self);
+      },
+      [=](send_atom, std::uint64_t run, op_index i, device_index dst) {
+        auto& st = self->state;
+        if (!st.active || run != st.run) return;
+        if (!st.buf[i]) {
+          self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
+                                                  "output to send is not in the device's buffers"});
+          return;
+        }
+        self->send(st.plan->devices[dst], tensor_atom::value, run, i, st.opt.index, tensor_ref{st.buf[i]});
+        st.release_use(i);
+      },
+      [=](tensor_atom, std::uint64_t run, op_index i, device_index src, tensor_ref& t) {
+        auto& st = self->state;
+        if (!st.active || run != st.run) return;
+        if (st.opt.kernels->runs_inline()) {  // null backend: the copy is the pointer
+          auto start = now_ns();
+          self->send(self, copy_done_msg{run, i, src, start, now_ns(), std::move(t)});
+          return;
+        }
+        device_actor me = self;
+        st.copier->post([me, run, i, src, in = std::move(t.ptr)] {
+          auto start = now_ns();
+          auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
+          caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
+        });
+      },
+      [=](kernel_done_msg& m) {
+        auto& st = self->state;
+        if (!st.active || m.run != st.run) return;
+        --st.running;
+        on_kernel_done(self, m.op, m.start_ns, m.end_ns, std::move(m.out.ptr));
+        pump(self);
+      },
+      [=](op_failed_msg& m) {
+        auto& st = self->state;
+        if (!st.active || m.run != st.run) return;
+        --st.running;
+        m.device = st.opt.index;
+        self->send(st.dispatcher, std::move(m));
+      },
+      [=](copy_done_msg& m) {
+        auto& st = self->state;
+        if (!st.active || m.run != st.run) return;
+        std::uint64_t bytes = m.copy.ptr ? held_bytes(*m.copy.ptr) : 0;
+        if (m.copy.ptr) st.store(m.op, std::move(m.copy.ptr), st.plan->consumers_on(m.op, st.opt.index));
+        self->send(st.dispatcher,
+                   transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
+      },
+      [=](collect_atom, std::uint64_t run) {
+        auto& st = self->state;
+        std::vector<op_output> outs;
+        if (!st.active || run != st.run) return outs;
+        for (op_index i = 0; i < st.buf.size(); ++i)
+          if (st.buf[i] && st.keeps(i)) outs.push_back(op_output{i, tensor_ref{st.buf[i]}});
+        return outs;
+      },
+      [=](end_atom, std::uint64_t run) {
+        if (run == self->state.run) self->state.clear();
+      },
+      [=](bytes_atom) { return self->state.bytes; },
+  };
+}
+
+}  // namespace
+
+device_actor spawn_device(caf::actor_system& sys, device_options opt) {
+  if (!opt.kernels) throw doppler::error(errc::bad_argument, "spawn_device: no backend");
+  return sys.spawn(device_impl, std::move(opt));
+}
+
+}  // namespace doppler::actors

@@ -1,0 +1,301 @@
+// The dispatcher of one run (protocol.hpp): dependency counters, transfers, the bsp barrier, faults.
+
+#include <doppler/actors/dispatcher.hpp>
+#include <doppler/runtime/graph_algos.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+namespace doppler::actors {
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+enum class op_state : std::uint8_t { waiting, dispatched, done };
+
+struct dispatcher_state {
+  std::shared_ptr<const run_plan> plan;
+  caf::typed_response_promise<run_report> promise;
+  run_report report;
+  std::vector<std::uint32_t> remaining;  // inputs not yet on the op's device
+  std::vector<op_state> state;
+  std::size_t ops_done = 0, transfers_open = 0;
+  std::int64_t t0 = 0;
+  bool finished = false;
+  // per-device op intervals (busy time = their union)
+  std::vector<std::vector<std::pair<double, double>>> intervals;
+  // bsp: ops by level, the level running, ops + transfers of it not yet done
+  std::vector<std::uint32_t> level_off, level_ops;
+  std::uint32_t level = 0;
+  std::size_t outstanding = 0;
+
+  static inline const char* name = "doppler.dispatcher";
+
+  double seconds(std::int64_t ns) const { return static_cast<double>(ns - t0) * 1e-9; }
+};
+
+using dispatcher_pointer = dispatcher_actor::stateful_pointer<dispatcher_state>;
+
+std::string describe(const run_plan& plan, op_index i, device_index d) {
+  return "op '" + (*plan.g)[i].id + "' (index " + std::to_string(i) + ") on device " +
+         (*plan.c)[d].id;
+}
+
+/// Ends the run: releases every device's buffers, answers, quits.
+void finish(dispatcher_pointer self) {
+  auto& st = self->state;
+  st.finished = true;
+  for (auto& d : st.plan->devices) self->send(d, end_atom::value, st.plan->run);
+  st.promise.deliver(std::move(st.report));
+  self->quit();
+}
+
+void fail(dispatcher_pointer self, op_index i, device_index d, const std::string& why) {
+  auto& st = self->state;
+  if (st.finished) return;
+  st.report.ok = false;
+  st.report.failed_op = i;
+  st.report.failed_device = d;
+  st.report.failure = describe(*st.plan, i, d) + ": " + why;
+  st.report.outputs.clear();
+  finish(self);
+}
+
+void dispatch(dispatcher_pointer self, op_index i) {
+  auto& st = self->state;
+  st.state[i] = op_state::dispatched;
+  self->send(st.plan->devices[st.plan->device_of(i)], execute_atom::value, st.plan->run, i);
+}
+
+/// In wc mode an op goes to its device the moment its last input is there.
+void input_arrived(dispatcher_pointer self, op_index s) {
+  auto& st = self->state;
+  if (--st.remaining[s] == 0 && st.plan->mode == exec_mode::wc) dispatch(self, s);
+}
+
+void release_level(dispatcher_pointer self) {
+  auto& st = self->state;
+  st.outstanding = st.level_off[st.level + 1] - st.level_off[st.level];
+  for (auto k = st.level_off[st.level]; k < st.level_off[st.level + 1]; ++k) {
+    op_index i = st.level_ops[k];
+    if (st.remaining[i] != 0) return fail(self, i, st.plan->device_of(i), "not ready at its bsp barrier");
+    dispatch(self, i);
+  }
+}
+
+void collect_and_finish(dispatcher_pointer self) {
+  auto& st = self->state;
+  auto& r = st.report;
+  r.ok = true;
+  const auto& c = *st.plan->c;
+  r.busy.assign(c.device_count(), 0.0);
+  for (std::size_t d = 0; d < st.intervals.size(); ++d) {
+    auto& iv = st.intervals[d];
+    std::sort(iv.begin(), iv.end());
+    double cover = 0, lo = 0, hi = -1;
+    for (auto [a, b] : iv) {
+      if (a > hi) {
+        if (hi > lo) cover += hi - lo;
+        lo = a;
+        hi = b;
+      } else {
+        hi = std::max(hi, b);
+      }
+    }
+    if (hi > lo) cover += hi - lo;
+    r.busy[d] = cover;
+  }
+  if (!st.plan->record_trace) r.events.clear();
+  auto pending = std::make_shared<std::size_t>(st.plan->devices.size());
+  for (auto& d : st.plan->devices) {
+    self->request(d, std::chrono::seconds(30), collect_atom::value, st.plan->run)
+        .then(
+            [=](std::vector<op_output>& outs) {
+              auto& rep = self->state.report;
+              for (auto& o : outs) rep.outputs.push_back(std::move(o));
+              if (--*pending == 0 && !self->state.finished) {
+                std::sort(rep.outputs.begin(), rep.outputs.end(),
+                          [](const op_output& a, const op_output& b) { return a.op < b.op; });
+                finish(self);
+              }
+            },
+            [=](caf::error& err) {
+              fail(self, 0, 0, "collecting outputs failed: " + self->system().render(err));
+            });
+  }
+}
+
+void maybe_done(dispatcher_pointer self) {
+  auto& st = self->state;
+  if (st.finished) return;
+  if (st.plan->mode == exec_mode::bsp && st.outstanding == 0 && st.level + 2 < st.level_off.size()) {
+    ++st.level;
+    release_level(self);
+    return;
+  }
+  if (st.ops_done == st.plan->size() && st.transfers_open == 0) collect_and_finish(self);
+}
+
+dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
+                                                std::shared_ptr<const run_plan> plan) {
+  auto& st0 = self->state;
+  st0.plan = std::move(plan);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.finished) return;
+    const auto& p = *st.plan;
+    for (device_index d = 0; d < p.devices.size(); ++d) {
+      if (p.devices[d].address() != dm.source) continue;
+      // Name the op the device was running (the first dispatched, not done, by priority).
+      op_index victim = 0;
+      std::uint32_t best = UINT32_MAX;
+      for (op_index i = 0; i < p.size(); ++i)
+        if (p.device_of(i) == d && st.state[i] == op_state::dispatched && p.rank[i] < best)
+          best = p.rank[i], victim = i;
+      std::string why = "device actor died (" + self->system().render(dm.reason) + ")";
+      if (best == UINT32_MAX) {
+        st.report.ok = false;
+        st.report.failed_device = d;
+        st.report.failed_op = 0;
+        st.report.failure = "device " + (*p.c)[d].id + ": " + why + " with no op running";
+        finish(self);
+        return;
+      }
+      return fail(self, victim, d, why);
+    }
+  });
+  return {
+      [=](run_atom) -> caf::typed_response_promise<run_report> {
+        auto& st = self->state;
+        st.promise = self->make_response_promise<run_report>();
+        const auto& p = *st.plan;
+        const auto& g = *p.g;
+        std::size_t n = g.size();
+        st.remaining.resize(n);
+        st.state.assign(n, op_state::waiting);
+        for (op_index i = 0; i < n; ++i) st.remaining[i] = static_cast<std::uint32_t>(g.preds(i).size());
+        st.intervals.assign(p.c->device_count(), {});
+        st.report.link_bytes.assign(p.c->links().size(), 0.0);
+        if (p.record_trace) st.report.events.reserve(n + p.remote_dest.size());
+        for (auto& d : p.devices) self->monitor(d);
+        // every device takes the plan first; then the clock starts and entries go out
+        auto pending = std::make_shared<std::size_t>(p.devices.size());
+        for (auto& d : p.devices)
+          self->request(d, std::chrono::seconds(30), begin_atom::value, plan_ref{st.plan})
+              .then(
+                  [=](caf::ok_atom) {
+                    auto& s = self->state;
+                    if (--*pending != 0 || s.finished) return;
+                    s.t0 = now_ns();
+                    self->delayed_send(self, s.plan->timeout, timeout_atom::value, s.plan->run);
+                    if (s.plan->size() == 0) return collect_and_finish(self);
+                    if (s.plan->mode == exec_mode::bsp) {
+                      auto lv = levels(*s.plan->g);
+                      std::uint32_t depth = 0;
+                      for (auto l : lv) depth = std::max(depth, l + 1);
+                      s.level_off.assign(depth + 1, 0);
+                      for (auto l : lv) ++s.level_off[l + 1];
+                      for (std::uint32_t l = 0; l < depth; ++l) s.level_off[l + 1] += s.level_off[l];
+                      s.level_ops.resize(lv.size());
+                      auto fill = s.level_off;
+                      for (op_index i = 0; i < lv.size(); ++i) s.level_ops[fill[lv[i]]++] = i;
+                      release_level(self);
+                    } else {
+                      for (op_index i = 0; i < s.plan->size(); ++i)
+                        if (s.remaining[i] == 0) dispatch(self, i);
+                    }
+                  },
+                  [=](caf::error& err) {
+                    fail(self, 0, 0, "device did not take the plan: " + self->system().render(err));
+                  });
+        return st.promise;
+      },
+      [=](op_done_msg& m) {
+        auto& st = self->state;
+        if (st.finished || m.run != st.plan->run) return;
+        const auto& p = *st.plan;
+        op_index i = m.op;
+        st.state[i] = op_state::done;
+        ++st.ops_done;
+        double a = st.seconds(m.start_ns), b = st.seconds(m.end_ns);
+        st.report.makespan = std::max(st.report.makespan, b);
+        st.intervals[m.device].emplace_back(a, b);
+        if (p.record_trace)
+          st.report.events.push_back(trace_event{trace_event::kind::op, i, m.device, 0, a, b});
+        for (op_index s : p.g->succs(i))
+          if (p.device_of(s) == m.device) input_arrived(self, s);
+        for (device_index dst : p.remote_dests(i)) {
+          ++st.transfers_open;
+          if (p.mode == exec_mode::bsp) ++st.outstanding;
+          self->send(p.devices[m.device], send_atom::value, p.run, i, dst);
+        }
+        if (p.mode == exec_mode::bsp) --st.outstanding;
+        maybe_done(self);
+      },
+      [=](transfer_done_msg& m) {
+        auto& st = self->state;
+        if (st.finished || m.run != st.plan->run) return;
+        const auto& p = *st.plan;
+        --st.transfers_open;
+        ++st.report.transfers;
+        st.report.bytes_moved += m.bytes;
+        double a = st.seconds(m.start_ns), b = st.seconds(m.end_ns);
+        st.report.makespan = std::max(st.report.makespan, b);
+        const auto& rt = p.c->route_between(m.src, m.dst);
+        for (link_index l : rt.links) st.report.link_bytes[l] += static_cast<double>(m.bytes);
+        if (p.record_trace)
+          st.report.events.push_back(trace_event{trace_event::kind::transfer, m.op,
+                                                 rt.links.empty() ? 0u : rt.links.front(), m.dst, a, b});
+        for (op_index s : p.g->succs(m.op))
+          if (p.device_of(s) == m.dst) input_arrived(self, s);
+        if (p.mode == exec_mode::bsp) --st.outstanding;
+        maybe_done(self);
+      },
+      [=](op_failed_msg& m) {
+        if (m.run != self->state.plan->run) return;
+        fail(self, m.op, m.device, m.what);
+      },
+      [=](timeout_atom, std::uint64_t run) {
+        auto& st = self->state;
+        if (st.finished || run != st.plan->run) return;
+        const auto& p = *st.plan;
+        op_index victim = 0;
+        std::uint32_t best = UINT32_MAX;
+        for (op_index i = 0; i < p.size(); ++i)
+          if (st.state[i] == op_state::dispatched && p.rank[i] < best) best = p.rank[i], victim = i;
+        auto ms = std::to_string(p.timeout.count());
+        if (best == UINT32_MAX) {
+          st.report.ok = false;
+          st.report.failure = "run timed out after " + ms + " ms waiting on transfers";
+          return finish(self);
+        }
+        fail(self, victim, p.device_of(victim), "run timed out after " + ms + " ms with this op unfinished");
+      },
+  };
+}
+
+}  // namespace
+
+dispatcher_actor spawn_dispatcher(caf::actor_system& sys, std::shared_ptr<const run_plan> plan) {
+  return sys.spawn(dispatcher_impl, std::move(plan));
+}
+
+run_report execute_plan(caf::actor_system& sys, std::shared_ptr<const run_plan> plan) {
+  auto grace = plan->timeout + std::chrono::seconds(30);
+  auto disp = spawn_dispatcher(sys, plan);
+  caf::scoped_actor self{sys};
+  run_report out;
+  self->request(disp, grace, run_atom::value)
+      .receive([&](run_report& r) { out = std::move(r); },
+               [&](caf::error& err) {
+                 out.ok = false;
+                 out.failure = "dispatcher did not answer: " + sys.render(err);
+               });
+  return out;
+}
+
+}  // namespace doppler::actors

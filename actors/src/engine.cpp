@@ -1,0 +1,158 @@
+// The embedding API: an actor system, one device actor per device, a dispatcher per run.
+
+#include <doppler/actors/device.hpp>
+#include <doppler/actors/dispatcher.hpp>
+#include <doppler/actors/engine.hpp>
+#include <doppler/actors/run_plan.hpp>
+#include <doppler/runtime/error.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <numeric>
+
+namespace doppler {
+
+namespace {
+
+caf::actor_system_config& configure(caf::actor_system_config& cfg, const engine_options& opt) {
+  cfg.add_message_types<caf::id_block::doppler_actors>();
+  if (opt.scheduler_threads > 0) cfg.set("scheduler.max-threads", opt.scheduler_threads);
+  cfg.set("logger.console", caf::atom("none"));
+  return cfg;
+}
+
+}  // namespace
+
+struct engine::impl {
+  engine_options opt;
+  std::shared_ptr<const cluster> c;
+  std::shared_ptr<actors::backend> kernels;
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  std::mutex mutex;  // guards devices
+  std::vector<actors::device_actor> devices;
+  std::atomic<std::uint64_t> next_run{1};
+
+  impl(cluster cl, engine_options o)
+      : opt(std::move(o)),
+        c(std::make_shared<const cluster>(std::move(cl))),
+        kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend)),
+        sys(configure(cfg, opt)) {
+    if (opt.streams < 1) throw error(errc::bad_argument, "engine: streams must be >= 1");
+    for (device_index d = 0; d < c->device_count(); ++d) devices.push_back(spawn(d));
+  }
+  ~impl() {
+    for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  }
+
+  actors::device_actor spawn(device_index d) {
+    actors::device_options o;
+    o.index = d;
+    o.streams = opt.streams;
+    o.kernels = kernels;
+    return actors::spawn_device(sys, std::move(o));
+  }
+
+  /// Respawns every device actor that no longer answers.
+  void heal() {
+    caf::scoped_actor self{sys};
+    std::lock_guard lock(mutex);
+    for (device_index d = 0; d < devices.size(); ++d) {
+      bool alive = false;
+      self->request(devices[d], std::chrono::seconds(5), actors::bytes_atom::value)
+          .receive([&](std::uint64_t) { alive = true; }, [&](caf::error&) { alive = false; });
+      if (!alive) devices[d] = spawn(d);
+    }
+  }
+};
+
+engine::engine(cluster c, engine_options opt) : impl_(std::make_unique<impl>(std::move(c), std::move(opt))) {}
+engine::~engine() = default;
+
+const cluster& engine::cluster_model() const noexcept { return *impl_->c; }
+const engine_options& engine::options() const noexcept { return impl_->opt; }
+
+run_result engine::run(const graph& g, const placement& p, const run_options& opt) {
+  return run(std::make_shared<const graph>(g), p, opt);
+}
+
+run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const run_options& opt) {
+  if (opt.repeat < 1) throw error(errc::bad_argument, "run: repeat must be >= 1");
+  run_result result;
+  for (int k = 0; k < opt.repeat; ++k) {
+    auto plan = std::make_shared<actors::run_plan>();
+    plan->run = impl_->next_run++;
+    plan->g = g;
+    plan->c = impl_->c;
+    plan->p = p;
+    {
+      std::lock_guard lock(impl_->mutex);
+      plan->devices = impl_->devices;
+    }
+    plan->mode = opt.mode;
+    plan->seed = opt.seed;
+    plan->keep = opt.keep;
+    plan->record_trace = opt.trace;
+    plan->timeout = opt.timeout.value_or(impl_->opt.timeout);
+    actors::finish_plan(*plan);
+    auto rep = actors::execute_plan(impl_->sys, plan);
+    if (!rep.ok) {
+      impl_->heal();
+      bool named = rep.failure.rfind("op '", 0) == 0;
+      throw run_failure(rep.failure, named ? std::optional<op_index>(rep.failed_op) : std::nullopt,
+                        named ? std::optional<device_index>(rep.failed_device) : std::nullopt);
+    }
+    sim_result s;
+    s.makespan = rep.makespan;
+    s.busy = std::move(rep.busy);
+    s.link_bytes = std::move(rep.link_bytes);
+    s.events = std::move(rep.events);
+    s.event_count = s.events.size();
+    result.runs.push_back(std::move(s));
+    result.bytes_moved.push_back(rep.bytes_moved);
+    result.transfers.push_back(rep.transfers);
+    if (k + 1 == opt.repeat) {
+      result.outputs.assign(g->size(), tensor{});
+      for (auto& o : rep.outputs)
+        if (o.value.ptr) result.outputs[o.op] = *o.value.ptr;
+    }
+  }
+  return result;
+}
+
+std::uint64_t engine::bytes_held() {
+  caf::scoped_actor self{impl_->sys};
+  std::lock_guard lock(impl_->mutex);
+  std::uint64_t total = 0;
+  for (auto& d : impl_->devices)
+    self->request(d, std::chrono::seconds(5), actors::bytes_atom::value)
+        .receive([&](std::uint64_t b) { total += b; }, [&](caf::error&) {});
+  return total;
+}
+
+void engine::kill_device(device_index d) {
+  std::lock_guard lock(impl_->mutex);
+  if (d >= impl_->devices.size()) throw error(errc::bad_argument, "kill_device: no device " + std::to_string(d));
+  caf::anon_send_exit(impl_->devices[d], caf::exit_reason::kill);
+}
+
+std::vector<double> run_result::makespans() const {
+  std::vector<double> m;
+  for (auto& r : runs) m.push_back(r.makespan);
+  return m;
+}
+double run_result::mean_makespan() const {
+  auto m = makespans();
+  return m.empty() ? 0.0 : std::accumulate(m.begin(), m.end(), 0.0) / static_cast<double>(m.size());
+}
+double run_result::min_makespan() const {
+  auto m = makespans();
+  return m.empty() ? 0.0 : *std::min_element(m.begin(), m.end());
+}
+double run_result::max_makespan() const {
+  auto m = makespans();
+  return m.empty() ? 0.0 : *std::max_element(m.begin(), m.end());
+}
+
+}  // namespace doppler

@@ -1,0 +1,75 @@
+// Precomputed tables of a run plan, and the backend registry.
+
+#include <doppler/actors/backend.hpp>
+#include <doppler/actors/run_plan.hpp>
+#include <doppler/runtime/cpu_backend.hpp>
+#include <doppler/runtime/error.hpp>
+
+#include <algorithm>
+
+namespace doppler::actors {
+
+std::uint32_t run_plan::consumers_on(op_index i, device_index d) const noexcept {
+  std::uint32_t n = 0;
+  for (op_index s : g->succs(i)) n += p.device[s] == d ? 1u : 0u;
+  return n;
+}
+
+void finish_plan(run_plan& plan) {
+  if (!plan.g || !plan.c) throw error(errc::bad_argument, "run plan without graph or cluster");
+  check_placement(plan.p, *plan.g, *plan.c);
+  if (plan.devices.size() != plan.c->device_count())
+    throw error(errc::bad_argument, "run plan: " + std::to_string(plan.devices.size()) +
+                                        " device actors for " + std::to_string(plan.c->device_count()) +
+                                        " devices");
+  const graph& g = *plan.g;
+  std::size_t n = g.size();
+  plan.rank.assign(n, 0);
+  std::span<const op_index> order = plan.p.order.empty() ? g.topo_order() : std::span<const op_index>(plan.p.order);
+  for (std::uint32_t k = 0; k < order.size(); ++k) plan.rank[order[k]] = k;
+  plan.remote_off.assign(n + 1, 0);
+  plan.remote_dest.clear();
+  std::vector<device_index> seen;
+  for (op_index i = 0; i < n; ++i) {
+    seen.clear();
+    for (op_index s : g.succs(i)) {
+      device_index d = plan.p.device[s];
+      if (d != plan.p.device[i] && std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+    }
+    std::sort(seen.begin(), seen.end());
+    plan.remote_dest.insert(plan.remote_dest.end(), seen.begin(), seen.end());
+    plan.remote_off[i + 1] = static_cast<std::uint32_t>(plan.remote_dest.size());
+  }
+}
+
+namespace {
+
+class cpu_backend final : public backend {
+ public:
+  std::string_view name() const noexcept override { return "cpu"; }
+  tensor execute(const graph& g, op_index i, std::span<const tensor* const> inputs,
+                 std::uint64_t seed) override {
+    return execute_op(g, i, inputs, seed);
+  }
+};
+
+class null_backend final : public backend {
+ public:
+  std::string_view name() const noexcept override { return "null"; }
+  tensor execute(const graph&, op_index, std::span<const tensor* const>, std::uint64_t) override {
+    return tensor{};
+  }
+  bool runs_inline() const noexcept override { return true; }
+};
+
+}  // namespace
+
+std::vector<std::string> backend_names() { return {"cpu", "null"}; }
+
+std::shared_ptr<backend> make_backend(std::string_view name) {
+  if (name == "cpu") return std::make_shared<cpu_backend>();
+  if (name == "null") return std::make_shared<null_backend>();
+  throw error(errc::unknown_kind, "unknown backend \"" + std::string(name) + "\" (backends: cpu, null)");
+}
+
+}  // namespace doppler::actors

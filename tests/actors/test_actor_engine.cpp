@@ -1,0 +1,180 @@
+// End-to-end: placed runs on the actor runtime give the single-device reference outputs, in wc and
+// bsp, for several placers on every workload generator; the run's report is consistent.
+#include <doppler/actors/engine.hpp>
+#include <doppler/runtime/cpu_backend.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/placer.hpp>
+#include <doppler/runtime/workloads.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+using namespace doppler;
+
+namespace {
+
+workload_params small_params() {
+  workload_params p;
+  p.dim = 32;
+  p.heads = 4;
+  p.ffn = 48;
+  p.seq = 8;
+  p.shards = 2;
+  p.experts = 4;
+  p.top_k = 2;
+  p.matrices = 4;
+  p.layers = 2;
+  return p;
+}
+
+placement place(const std::string& method, const graph& g, const cluster& c) {
+  placer_options o;
+  o.seed = 7;
+  return make_placer(method)->place(g, c, cost_model{}, o);
+}
+
+/// Largest |a - b| over every op output, relative to max(1, |reference|).
+double worst_diff(const std::vector<tensor>& got, const std::vector<tensor>& ref) {
+  double worst = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    double d = max_abs_diff(got[i], ref[i]);
+    double scale = 1;
+    for (float v : ref[i].values()) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    worst = std::max(worst, d / scale);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("every workload, three placers, wc and bsp: outputs equal the reference run") {
+  cluster c = make_preset("cpu:4");
+  engine e(c, engine_options{}.with_streams(2));
+  for (const auto& name : workload_names()) {
+    graph g = make_workload(name, small_params());
+    auto ref = execute_reference(g, 42);
+    for (const char* method : {"cp", "round-robin", "random"}) {
+      placement p = place(method, g, c);
+      for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
+        CAPTURE(name);
+        CAPTURE(method);
+        CAPTURE(mode == exec_mode::wc ? "wc" : "bsp");
+        auto r = e.run(g, p, run_options{}.with_mode(mode).with_seed(42).keep_all());
+        REQUIRE(r.outputs.size() == g.size());
+        CHECK(worst_diff(r.outputs, ref) <= 1e-5);
+        REQUIRE(r.runs.size() == 1);
+        CHECK(r.runs[0].makespan > 0);
+        CHECK(e.bytes_held() == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a different seed gives different outputs (the comparison can fail)") {
+  cluster c = make_preset("cpu:2");
+  engine e(c);
+  graph g = make_workload("chainmm", small_params());
+  placement p = place("round-robin", g, c);
+  auto r = e.run(g, p, run_options{}.with_seed(1).keep_all());
+  CHECK(worst_diff(r.outputs, execute_reference(g, 2)) > 1e-3);
+  CHECK(worst_diff(r.outputs, execute_reference(g, 1)) <= 1e-5);
+}
+
+TEST_CASE("exits only: outputs of the exits, empty tensors elsewhere") {
+  cluster c = make_preset("cpu:3");
+  engine e(c);
+  graph g = make_workload("llama-block", small_params());
+  placement p = place("round-robin", g, c);
+  auto r = e.run(g, p, run_options{}.with_seed(3));
+  auto ref = execute_reference(g, 3);
+  for (op_index i = 0; i < g.size(); ++i) {
+    CAPTURE(g[i].id);
+    if (g.succs(i).empty()) {
+      CHECK(bitwise_equal(r.outputs[i], ref[i]));
+    } else {
+      CHECK(r.outputs[i].empty());
+    }
+  }
+}
+
+TEST_CASE("the report: every op and transfer traced once, bytes and busy time consistent") {
+  cluster c = make_preset("cpu:4");
+  engine e(c, engine_options{}.with_streams(1));
+  graph g = make_workload("llama-block", small_params());
+  placement p = place("round-robin", g, c);
+  auto r = e.run(g, p, run_options{}.with_repeat(3));
+  REQUIRE(r.runs.size() == 3);
+  CHECK(r.makespans().size() == 3);
+  CHECK(r.min_makespan() <= r.mean_makespan());
+  CHECK(r.mean_makespan() <= r.max_makespan());
+  const auto& run = r.runs.back();
+  std::size_t ops = 0, transfers = 0;
+  std::vector<int> seen(g.size(), 0);
+  for (const auto& ev : run.events) {
+    CHECK(ev.start <= ev.end);
+    CHECK(ev.end <= run.makespan + 1e-9);
+    if (ev.what == trace_event::kind::op) {
+      ++ops;
+      ++seen[ev.id];
+      CHECK(ev.where == p.device[ev.id]);
+    } else {
+      ++transfers;
+      CHECK(ev.dst != p.device[ev.id]);
+    }
+  }
+  CHECK(ops == g.size());
+  for (int s : seen) CHECK(s == 1);
+  // transfers: one per (producer, distinct remote consumer device)
+  std::size_t expected = 0;
+  for (op_index i = 0; i < g.size(); ++i) {
+    std::vector<device_index> dsts;
+    for (op_index s : g.succs(i))
+      if (p.device[s] != p.device[i] && std::find(dsts.begin(), dsts.end(), p.device[s]) == dsts.end())
+        dsts.push_back(p.device[s]);
+    expected += dsts.size();
+  }
+  CHECK(transfers == expected);
+  CHECK(r.transfers.back() == expected);
+  CHECK(r.bytes_moved.back() > 0);
+  double link_total = 0;
+  for (double b : run.link_bytes) link_total += b;
+  CHECK(link_total == doctest::Approx(static_cast<double>(r.bytes_moved.back())));
+  for (device_index d = 0; d < c.device_count(); ++d) {
+    CHECK(run.busy[d] >= 0);
+    CHECK(run.busy[d] <= run.makespan + 1e-9);
+  }
+  auto json = chrome_trace(g, c, run, "cpu");
+  CHECK(json.find("\"cpu\"") != std::string::npos);
+}
+
+TEST_CASE("bsp: no op of level L+1 starts before every op of level L ended") {
+  cluster c = make_preset("cpu:4");
+  engine e(c);
+  graph g = make_workload("llama-block", small_params());
+  placement p = place("cp", g, c);
+  auto r = e.run(g, p, run_options{}.with_mode(exec_mode::bsp));
+  std::vector<double> start(g.size()), end(g.size());
+  for (const auto& ev : r.runs[0].events)
+    if (ev.what == trace_event::kind::op) start[ev.id] = ev.start, end[ev.id] = ev.end;
+  // level by level
+  std::vector<std::uint32_t> lv(g.size(), 0);
+  for (op_index i : g.topo_order())
+    for (op_index q : g.preds(i)) lv[i] = std::max(lv[i], lv[q] + 1);
+  for (op_index a = 0; a < g.size(); ++a)
+    for (op_index b = 0; b < g.size(); ++b)
+      if (lv[b] == lv[a] + 1) CHECK(end[a] <= start[b]);
+}
+
+TEST_CASE("an invalid placement is rejected before anything runs") {
+  cluster c = make_preset("cpu:2");
+  engine e(c);
+  graph g = make_workload("chainmm", small_params());
+  placement p = place("round-robin", g, c);
+  p.device[0] = 9;
+  CHECK_THROWS_AS(e.run(g, p), doppler::error);
+  p.device.pop_back();
+  CHECK_THROWS_AS(e.run(g, p), doppler::error);
+}
