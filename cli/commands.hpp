@@ -12,5 +12,7 @@ void add_graph_commands(CLI::App& app);
 void add_cluster_commands(CLI::App& app);
 /// place, simulate, compare
 void add_sim_commands(CLI::App& app);
+/// run (only with the CAF actor layer: DOPPLER_HAVE_ACTORS)
+void add_run_commands(CLI::App& app);
 
 }  // namespace doppler::cli
