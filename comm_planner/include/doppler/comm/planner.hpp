@@ -1,0 +1,61 @@
+#pragma once
+/// Planning a demand on a cluster: one entry point, methods chosen by name (StarPU-style), every
+/// schedule validated and reported with its lower bound.
+
+#include <doppler/comm/bounds.hpp>
+#include <doppler/comm/demand.hpp>
+#include <doppler/comm/network.hpp>
+#include <doppler/comm/schedule.hpp>
+#include <doppler/comm/validate.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace doppler::comm {
+
+/// Options with defaults and fluent setters.
+struct plan_options {
+  std::string method = "auto";  ///< milp, lp, astar, greedy, ring, direct, tree, auto
+  epoch_mode tau_mode = epoch_mode::fast;
+  double tau = 0;                ///< epoch seconds when tau_mode is given
+  double time_limit = 60;        ///< seconds for the whole solve (solver methods)
+  bool first_feasible = false;   ///< MILP: stop at the first feasible schedule of each horizon
+  bool switch_copy = false;      ///< switches may multicast (NVLink SHARP-like)
+  std::int32_t max_epochs = 0;   ///< horizon cap (0: searched from the lower bound)
+  std::int32_t round_epochs = 15;///< astar: epochs per round
+  std::vector<link_index> removed_links;  ///< cluster links left out (failures)
+  const schedule* warm_start = nullptr;   ///< re-planning: a previous schedule to start from
+  std::size_t milp_binary_limit = 15000;  ///< auto: above this many binaries use astar/lp/greedy
+
+  plan_options& with_method(std::string m) { method = std::move(m); return *this; }
+  plan_options& with_tau(epoch_mode m, double t = 0) { tau_mode = m; tau = t; return *this; }
+  plan_options& with_time_limit(double s) { time_limit = s; return *this; }
+  plan_options& with_first_feasible(bool b = true) { first_feasible = b; return *this; }
+  plan_options& with_switch_copy(bool b = true) { switch_copy = b; return *this; }
+  plan_options& with_max_epochs(std::int32_t k) { max_epochs = k; return *this; }
+};
+
+/// A planned schedule with its replay and its bound.
+struct plan_result {
+  schedule sched;
+  replay_report report;
+  lower_bound bound;
+  /// bound / transfer time, in (0, 1]; 1 means the schedule meets the bound.
+  double fraction_of_bound() const noexcept {
+    return report.transfer_seconds > 0 ? bound.seconds / report.transfer_seconds : 1.0;
+  }
+};
+
+/// Plans `d` on `c`. Throws doppler::error: bad_argument for an unknown method or one that does
+/// not apply (ring on a non-allgather), infeasible when a destination cannot be reached or the
+/// horizon is too short, internal when a solver fails (with its message); "not built" when the
+/// method needs COIN-OR and doppler was built without it.
+plan_result plan(const cluster& c, const demand& d, const plan_options& opt = {});
+
+/// The method names, in the order `compare-comm` reports them.
+std::vector<std::string> method_names();
+/// Whether the MILP/LP methods were compiled in.
+bool have_solvers() noexcept;
+
+}  // namespace doppler::comm

@@ -1,0 +1,171 @@
+// Lower bounds: cuts (exact ≤ 16 nodes, heuristic above), latency, and their epoch forms.
+#include <doppler/comm/bounds.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace doppler::comm {
+
+namespace {
+
+/// Evaluates node sets against the demand and the network.
+class cut_evaluator {
+ public:
+  cut_evaluator(const network& net, const demand& d) : net_(net), d_(d) {}
+
+  /// Chunks that start in S and are needed outside S.
+  std::size_t crossing(const std::vector<char>& in) const {
+    std::size_t n = 0;
+    for (const chunk& c : d_.chunks) {
+      if (!in[c.source]) continue;
+      for (device_index t : c.destinations)
+        if (!in[t]) {
+          ++n;
+          break;
+        }
+    }
+    return n;
+  }
+  double bandwidth_out(const std::vector<char>& in) const {
+    double bw = 0;
+    for (const te_link& l : net_.links())
+      if (in[l.src] && !in[l.dst]) bw += l.bandwidth;
+    return bw;
+  }
+  double seconds(const std::vector<char>& in) const {
+    std::size_t n = crossing(in);
+    if (n == 0) return 0;
+    double bw = bandwidth_out(in);
+    if (bw <= 0) return std::numeric_limits<double>::infinity();
+    return static_cast<double>(n) * d_.chunk_bytes / bw;
+  }
+  /// Fewest epochs K in which the links leaving S can carry every crossing chunk, each send
+  /// arriving (at the earliest a device behind the link could hold it) by K.
+  std::int32_t epochs(const std::vector<char>& in) const {
+    std::size_t n = crossing(in);
+    if (n == 0) return 0;
+    std::vector<const te_link*> cut;
+    std::vector<std::int32_t> first_hold;
+    for (const te_link& l : net_.links())
+      if (in[l.src] && !in[l.dst]) {
+        cut.push_back(&l);
+        std::int32_t o = l.offset;
+        if (net_.is_switch(l.dst)) {
+          o = std::numeric_limits<std::int32_t>::max();
+          for (std::uint32_t k : net_.out_links(l.dst)) o = std::min(o, net_.links()[k].offset);
+        }
+        first_hold.push_back(std::max<std::int32_t>(1, o));
+      }
+    if (cut.empty()) return unreachable_epochs;
+    for (std::int32_t K = 1;; ++K) {
+      std::size_t carry = 0;
+      for (std::size_t i = 0; i < cut.size(); ++i) {
+        std::int32_t slots = K - first_hold[i] + 1;  // send epochs 0..K-offset
+        if (slots > 0)
+          carry += static_cast<std::size_t>(cut[i]->cap) *
+                   static_cast<std::size_t>((slots + cut[i]->window - 1) / cut[i]->window);
+      }
+      if (carry >= n) return K;
+      if (K > (1 << 24)) return K;
+    }
+  }
+  std::string describe(const std::vector<char>& in) const {
+    std::string s = "{";
+    for (node_index v = 0; v < in.size(); ++v)
+      if (in[v]) s += (s.size() > 1 ? "," : "") + net_.topology().node_id(v);
+    return s + "}";
+  }
+
+ private:
+  const network& net_;
+  const demand& d_;
+};
+
+}  // namespace
+
+lower_bound compute_lower_bound(const network& net, const demand& d) {
+  lower_bound b;
+  const cluster& c = net.topology();
+  const std::size_t N = net.node_count();
+  cut_evaluator ev(net, d);
+  // The best few cuts by seconds are also turned into epoch bounds.
+  std::multimap<double, std::vector<char>, std::greater<>> best;
+  auto consider = [&](const std::vector<char>& in) {
+    double t = ev.seconds(in);
+    if (t <= 0) return;
+    if (best.size() < 24 || t > best.rbegin()->first) {
+      best.emplace(t, in);
+      if (best.size() > 24) best.erase(std::prev(best.end()));
+    }
+  };
+  std::vector<char> in(N, 0);
+  if (N <= 16) {
+    b.exact_cuts = true;
+    for (std::uint32_t mask = 1; mask + 1 < (1u << N); ++mask) {
+      for (std::size_t v = 0; v < N; ++v) in[v] = static_cast<char>((mask >> v) & 1u);
+      consider(in);
+    }
+  } else {
+    std::vector<std::vector<char>> seeds;
+    for (node_index v = 0; v < c.device_count(); ++v) {
+      std::vector<char> s(N, 0);
+      s[v] = 1;
+      seeds.push_back(s);
+      for (auto& x : s) x = !x;
+      seeds.push_back(s);
+    }
+    std::map<std::string, std::vector<char>> hosts;
+    for (node_index v = 0; v < c.device_count(); ++v) {
+      auto& s = hosts[c[v].host];
+      s.resize(N, 0);
+      s[v] = 1;
+    }
+    if (hosts.size() > 1)
+      for (auto& [h, s] : hosts) {
+        seeds.push_back(s);
+        std::vector<char> t = s;
+        for (auto& x : t) x = !x;
+        seeds.push_back(t);
+      }
+    const bool local_search = N <= 200 && d.chunks.size() * c.device_count() <= 200000;
+    for (auto& s : seeds) {
+      consider(s);
+      if (!local_search) continue;
+      double cur = ev.seconds(s);
+      for (bool improved = true; improved;) {
+        improved = false;
+        for (node_index v = 0; v < N; ++v) {
+          s[v] = !s[v];
+          double t = ev.seconds(s);
+          if (t > cur * (1 + 1e-12) && std::isfinite(t)) {
+            cur = t;
+            improved = true;
+            consider(s);
+          } else {
+            s[v] = !s[v];
+          }
+        }
+      }
+    }
+  }
+  if (!best.empty()) {
+    b.cut_seconds = best.begin()->first;
+    b.cut = ev.describe(best.begin()->second);
+    for (auto& [t, s] : best) b.epochs = std::max(b.epochs, ev.epochs(s));
+  }
+  double fastest = 0;
+  for (const te_link& l : net.links()) fastest = std::max(fastest, l.bandwidth);
+  for (const chunk& ch : d.chunks)
+    for (device_index t : ch.destinations) {
+      b.latency_seconds = std::max(b.latency_seconds, c.route_between(ch.source, t).latency +
+                                                          (fastest > 0 ? d.chunk_bytes / fastest : 0));
+      b.epochs = std::max(b.epochs, net.epochs_between(ch.source, t));
+    }
+  b.seconds = std::max(b.cut_seconds, b.latency_seconds);
+  return b;
+}
+
+}  // namespace doppler::comm

@@ -1,0 +1,245 @@
+// Greedy TACOS-style matcher on the time-expanded network: epoch by epoch, every receiver's free
+// in-links take a chunk some neighbour holds and the receiver needs (rarest chunk first); GPU →
+// switch → GPU hops take both links in the same epoch. Where a destination is not one hop from
+// the source, chunks are also relayed to devices strictly closer to an unmet destination.
+// Bitsets over chunks keep one epoch at O(receivers × in-links × chunks/64).
+#include "methods.hpp"
+
+#include <doppler/runtime/error.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+namespace doppler::comm::detail {
+
+namespace {
+
+using word = std::uint64_t;
+
+struct bitrows {
+  std::size_t words = 0;
+  std::vector<word> bits;
+  bitrows(std::size_t rows, std::size_t cols) : words((cols + 63) / 64), bits(rows * words, 0) {}
+  word* row(std::size_t r) { return bits.data() + r * words; }
+  const word* row(std::size_t r) const { return bits.data() + r * words; }
+  bool test(std::size_t r, std::size_t c) const { return (row(r)[c / 64] >> (c % 64)) & 1u; }
+  void set(std::size_t r, std::size_t c) { row(r)[c / 64] |= word{1} << (c % 64); }
+  void reset(std::size_t r, std::size_t c) { row(r)[c / 64] &= ~(word{1} << (c % 64)); }
+};
+
+class greedy_planner {
+ public:
+  greedy_planner(const network& net, const demand& d, const plan_options& opt)
+      : net_(net), d_(d), opt_(opt), D_(net.device_count()), C_(d.chunks.size()), slots_(net),
+        have_(D_, C_), expect_(D_, C_), need_(D_, C_), holders_(C_, D_), holder_count_(C_, 0),
+        held_list_(D_), port_free_(net.node_count(), D_), avail_(net.node_count(), C_),
+        entering_(net.node_count(), C_) {}
+
+  method_result run() {
+    for (std::size_t c = 0; c < C_; ++c) {
+      const chunk& ch = d_.chunks[c];
+      expect_.set(ch.source, c);
+      mark_held(ch.source, c);
+      for (device_index t : ch.destinations) {
+        need_.set(t, c);
+        ++remaining_;
+      }
+    }
+    relays_ = needs_relays();
+    std::int32_t e = 0;
+    const std::int64_t give_up = 64 + 4 * static_cast<std::int64_t>(C_ + 1) * static_cast<std::int64_t>(D_ + 1) *
+                                          (max_offset() + 1);
+    while (remaining_ > 0) {
+      if (static_cast<std::size_t>(e) < arrivals_.size())
+        for (auto [v, c] : arrivals_[static_cast<std::size_t>(e)]) mark_held(v, c);
+      std::size_t before = result_.sends.size();
+      prepare_switches(e);
+      for (int pass = 0; pass < (relays_ ? 2 : 1); ++pass)
+        for (std::size_t i = 0; i < D_; ++i) {
+          auto v = static_cast<device_index>((i + static_cast<std::size_t>(e) * 7) % D_);
+          for (std::uint32_t l : net_.in_links(v)) fill_link(l, v, e, pass == 1);
+        }
+      bool pending = false;
+      for (std::size_t k = static_cast<std::size_t>(e) + 1; k < arrivals_.size(); ++k)
+        if (!arrivals_[k].empty()) {
+          pending = true;
+          break;
+        }
+      if (result_.sends.size() == before && !pending) stall();
+      if (++e > give_up) throw error(errc::internal, "greedy: no progress after " + std::to_string(e) + " epochs");
+    }
+    return std::move(result_);
+  }
+
+ private:
+  std::int32_t max_offset() const {
+    std::int32_t m = 1;
+    for (const te_link& l : net_.links()) m = std::max({m, l.offset, l.window});
+    return m;
+  }
+  void mark_held(device_index v, std::size_t c) {
+    if (have_.test(v, c)) return;
+    have_.set(v, c);
+    holders_.set(c, v);
+    ++holder_count_[c];
+    held_list_[v].push_back(static_cast<std::uint32_t>(c));
+  }
+  /// Whether some destination is not one hop (direct or through one switch) from its chunk's source.
+  bool needs_relays() const {
+    std::vector<char> near(D_, 0);
+    for (std::size_t c = 0; c < C_; ++c) {
+      const chunk& ch = d_.chunks[c];
+      std::fill(near.begin(), near.end(), 0);
+      for (std::uint32_t l : net_.out_links(ch.source)) {
+        node_index x = net_.links()[l].dst;
+        if (!net_.is_switch(x)) near[x] = 1;
+        else
+          for (std::uint32_t k : net_.out_links(x))
+            if (!net_.is_switch(net_.links()[k].dst)) near[net_.links()[k].dst] = 1;
+      }
+      for (device_index t : ch.destinations)
+        if (!near[t]) return true;
+    }
+    return false;
+  }
+  void prepare_switches(std::int32_t e) {
+    for (node_index s = static_cast<node_index>(D_); s < net_.node_count(); ++s) {
+      std::fill_n(port_free_.row(s), port_free_.words, 0);
+      std::fill_n(avail_.row(s), avail_.words, 0);
+      std::fill_n(entering_.row(s), entering_.words, 0);
+      for (std::uint32_t l : net_.in_links(s)) {
+        node_index u = net_.links()[l].src;
+        if (net_.is_switch(u) || !slots_.fits(l, e)) continue;
+        port_free_.set(s, u);
+        word* a = avail_.row(s);
+        const word* h = have_.row(u);
+        for (std::size_t w = 0; w < avail_.words; ++w) a[w] |= h[w];
+      }
+    }
+  }
+  void deliver(std::size_t c, std::uint32_t last_link, device_index v, std::int32_t e) {
+    expect_.set(v, c);
+    if (need_.test(v, c)) {
+      need_.reset(v, c);
+      --remaining_;
+    }
+    auto at = static_cast<std::size_t>(e + net_.links()[last_link].offset);
+    if (arrivals_.size() <= at) arrivals_.resize(at + 1);
+    arrivals_[at].push_back({v, static_cast<std::uint32_t>(c)});
+  }
+  void emit(std::uint32_t l, std::size_t c, std::int32_t e) {
+    slots_.take(l, e);
+    const te_link& t = net_.links()[l];
+    result_.sends.push_back({d_.chunks[c].id, t.src, t.dst, e});
+  }
+  /// Rarest candidate among the first few set bits of a & b (& ~c), scanning from `start`.
+  template <class Accept>
+  std::size_t pick(const word* a, const word* b, std::size_t start, Accept accept) {
+    const std::size_t W = have_.words;
+    std::size_t best = C_, best_count = std::numeric_limits<std::size_t>::max(), seen = 0;
+    for (std::size_t k = 0; k < W && seen < 8; ++k) {
+      std::size_t w = (start + k) % W;
+      word m = a[w] & b[w];
+      while (m && seen < 8) {
+        std::size_t c = w * 64 + static_cast<std::size_t>(std::countr_zero(m));
+        m &= m - 1;
+        if (!accept(c)) continue;
+        ++seen;
+        if (holder_count_[c] < best_count) {
+          best = c;
+          best_count = holder_count_[c];
+        }
+      }
+    }
+    return best;
+  }
+  void fill_link(std::uint32_t l, device_index v, std::int32_t e, bool relay_pass) {
+    const te_link& t = net_.links()[l];
+    const std::size_t start = (v * 13 + static_cast<std::size_t>(e)) % have_.words;
+    while (slots_.fits(l, e)) {
+      if (!net_.is_switch(t.src)) {
+        const auto u = static_cast<device_index>(t.src);
+        std::size_t c = relay_pass ? pick_relay(u, v) : pick(have_.row(u), need_.row(v), start, [](std::size_t) { return true; });
+        if (c == C_) return;
+        emit(l, c, e);
+        deliver(c, l, v, e);
+        continue;
+      }
+      if (relay_pass) return;  // relays go over direct links only
+      const node_index s = t.src;
+      std::size_t c = C_;
+      if (opt_.switch_copy) c = pick(entering_.row(s), need_.row(v), start, [](std::size_t) { return true; });
+      if (c != C_) {
+        emit(l, c, e);
+        deliver(c, l, v, e);
+        continue;
+      }
+      device_index from = 0;
+      c = pick(avail_.row(s), need_.row(v), start, [&](std::size_t x) {
+        const word* h = holders_.row(x);
+        const word* p = port_free_.row(s);
+        for (std::size_t w = 0; w < holders_.words; ++w)
+          if (word m = h[w] & p[w]) {
+            from = static_cast<device_index>(w * 64 + static_cast<std::size_t>(std::countr_zero(m)));
+            return true;
+          }
+        avail_.reset(s, x);
+        return false;
+      });
+      if (c == C_) return;
+      // `from` belongs to the last accepted candidate; find a free holder of the chosen one.
+      from = D_;
+      for (std::size_t w = 0; w < holders_.words && from == D_; ++w)
+        if (word m = holders_.row(c)[w] & port_free_.row(s)[w])
+          from = static_cast<device_index>(w * 64 + static_cast<std::size_t>(std::countr_zero(m)));
+      auto in = *net_.find_link(from, s);
+      emit(in, c, e);
+      emit(l, c, e);
+      entering_.set(s, c);
+      if (!slots_.fits(in, e)) port_free_.reset(s, from);
+      deliver(c, l, v, e);
+    }
+  }
+  /// A chunk u holds that brings some unmet destination strictly closer if v takes it.
+  std::size_t pick_relay(device_index u, device_index v) {
+    for (std::uint32_t c : held_list_[u]) {
+      if (expect_.test(v, c)) continue;
+      for (device_index t : d_.chunks[c].destinations)
+        if (need_.test(t, c) && net_.epochs_between(v, t) < net_.epochs_between(u, t)) return c;
+    }
+    return C_;
+  }
+  [[noreturn]] void stall() {
+    for (std::size_t c = 0; c < C_; ++c)
+      for (device_index t : d_.chunks[c].destinations)
+        if (need_.test(t, c))
+          throw error(errc::infeasible, "greedy: " + net_.topology()[t].id + " cannot receive chunk " +
+                                            std::to_string(d_.chunks[c].id) + " from " +
+                                            net_.topology()[d_.chunks[c].source].id +
+                                            " (no link or switch path the greedy matcher can use)");
+    throw error(errc::internal, "greedy stalled with nothing left to send");
+  }
+
+  const network& net_;
+  const demand& d_;
+  const plan_options& opt_;
+  std::size_t D_, C_;
+  slot_table slots_;
+  bitrows have_, expect_, need_, holders_;
+  std::vector<std::size_t> holder_count_;
+  std::vector<std::vector<std::uint32_t>> held_list_;
+  bitrows port_free_, avail_, entering_;
+  std::vector<std::vector<std::pair<device_index, std::uint32_t>>> arrivals_;
+  std::size_t remaining_ = 0;
+  bool relays_ = false;
+  method_result result_;
+};
+
+}  // namespace
+
+method_result plan_greedy(const network& net, const demand& d, const plan_options& opt) {
+  return greedy_planner(net, d, opt).run();
+}
+
+}  // namespace doppler::comm::detail

@@ -1,0 +1,97 @@
+// plan(): the network, reachability, bound, the chosen method, pruning, header and validation.
+#include "methods.hpp"
+
+#include <doppler/runtime/error.hpp>
+
+#include <chrono>
+
+namespace doppler::comm {
+
+std::vector<std::string> method_names() {
+  return {"milp", "lp", "astar", "greedy", "ring", "direct", "tree", "auto"};
+}
+
+bool have_solvers() noexcept {
+#ifdef DOPPLER_HAVE_COIN
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+detail::method_result run_method(const std::string& m, const network& net, const demand& d,
+                                 const plan_options& opt, const lower_bound& lb) {
+  using namespace detail;
+  if (m == "ring") return plan_ring(net, d);
+  if (m == "direct") return plan_direct(net, d);
+  if (m == "tree") return plan_tree(net, d);
+  if (m == "greedy") return plan_greedy(net, d, opt);
+  if (m == "lp") return plan_lp(net, d, opt, lb);
+  if (m == "astar") return plan_astar(net, d, opt, lb);
+  if (m == "milp") {
+    // The greedy plan caps the horizon the MILP searches.
+    auto g = make_schedule(net, d, "greedy", plan_greedy(net, d, opt).sends);
+    return plan_milp(net, d, opt, lb, g.epochs);
+  }
+  std::string names;
+  for (auto& n : method_names()) names += (names.empty() ? "" : ", ") + n;
+  throw error(errc::bad_argument, "unknown comm-planning method \"" + m + "\" (methods: " + names + ")");
+}
+
+/// Binaries the MILP would need at horizon K (chunks × links × epochs, before pruning).
+double milp_size(const network& net, const demand& d, std::int32_t K) {
+  return static_cast<double>(d.chunks.size()) * static_cast<double>(net.links().size()) * K;
+}
+
+}  // namespace
+
+plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  d.validate(c);
+  network net(c, d.chunk_bytes, opt.tau_mode, opt.tau, opt.removed_links);
+  detail::check_reachable(net, d);
+  plan_result out;
+  out.bound = compute_lower_bound(net, d);
+  if (opt.max_epochs > 0 && opt.max_epochs < out.bound.epochs)
+    throw error(errc::infeasible, "no schedule fits " + std::to_string(opt.max_epochs) + " epochs: the lower bound is " +
+                                      std::to_string(out.bound.epochs) + " epochs (cut " + out.bound.cut + ")");
+  std::string method = opt.method;
+  detail::method_result r;
+  if (method == "auto") {
+    // Greedy always; a solver on top where it fits, keeping whichever finishes in fewer epochs.
+    r = detail::plan_greedy(net, d, opt);
+    method = "greedy";
+    auto greedy_epochs = detail::make_schedule(net, d, "greedy", r.sends).epochs;
+    if (have_solvers() && greedy_epochs > out.bound.epochs) {
+      bool unicast = true;
+      for (const chunk& ch : d.chunks) unicast = unicast && ch.destinations.size() == 1;
+      std::string solver = milp_size(net, d, greedy_epochs) <= static_cast<double>(opt.milp_binary_limit)
+                               ? "milp"
+                               : (unicast ? "lp" : "astar");
+      detail::method_result s = solver == "milp" ? detail::plan_milp(net, d, opt, out.bound, greedy_epochs)
+                                                 : run_method(solver, net, d, opt, out.bound);
+      if (detail::make_schedule(net, d, solver, s.sends).epochs <= greedy_epochs) {
+        r = std::move(s);
+        method = solver;
+      }
+    }
+  } else {
+    r = run_method(method, net, d, opt, out.bound);
+  }
+  if (r.sends.size() < 400000) detail::prune_unused(net, d, r.sends);
+  out.sched = detail::make_schedule(net, d, method, std::move(r.sends));
+  out.sched.proved_optimal = r.proved_optimal || out.sched.epochs == out.bound.epochs;
+  out.sched.note = r.note;
+  out.sched.lower_bound_seconds = out.bound.seconds;
+  out.sched.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  try {
+    out.report = validate_schedule(net, d, out.sched, {.switch_copy = opt.switch_copy});
+  } catch (const error& e) {
+    throw error(errc::internal, "method " + method + " produced an invalid schedule: " + std::string(e.what()));
+  }
+  return out;
+}
+
+}  // namespace doppler::comm
