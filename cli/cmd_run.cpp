@@ -1,0 +1,145 @@
+// `doppler run`: execute a placed graph on the actor runtime (CPU backend) and print the measured
+// makespan next to the simulator's prediction for the same placement.
+
+#include "commands.hpp"
+
+#include <doppler/actors/engine.hpp>
+#include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/io.hpp>
+#include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/placer.hpp>
+#include <doppler/runtime/sim.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <numeric>
+
+namespace doppler::cli {
+
+namespace {
+
+struct run_flags {
+  std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
+      costs_file, backend = "cpu";
+  int repeat = 5, warmup = 1, streams = 1;
+  std::uint64_t seed = 0;
+  double timeout = 600;
+  bool json = false;
+};
+
+double mean(const std::vector<double>& xs) {
+  return std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(xs.size());
+}
+double stddev(const std::vector<double>& xs) {
+  if (xs.size() < 2) return 0;
+  double m = mean(xs), ss = 0;
+  for (double x : xs) ss += (x - m) * (x - m);
+  return std::sqrt(ss / static_cast<double>(xs.size() - 1));
+}
+
+void run_command(const run_flags& f) {
+  if (f.repeat < 1) throw error(errc::bad_argument, "", "--repeat", "must be at least 1");
+  if (f.warmup < 0) throw error(errc::bad_argument, "", "--warmup", "must be at least 0");
+  if (f.streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
+  if (!(f.timeout > 0)) throw error(errc::bad_argument, "", "--timeout", "must be positive");
+  exec_mode mode = exec_mode::wc;
+  if (f.mode == "bsp") mode = exec_mode::bsp;
+  else if (f.mode != "wc") throw error(errc::bad_argument, "", "--mode", "unknown mode '" + f.mode + "' (wc, bsp)");
+
+  auto g = std::make_shared<const graph>(load_graph(f.graph_file));
+  cluster c = load_cluster_or_preset(f.cluster_spec);
+  cost_model cm = f.costs_file.empty() ? cost_model() : cost_model::load(f.costs_file);
+  placement p;
+  std::string method;
+  if (!f.placement_file.empty()) {
+    p = load_placement(f.placement_file, *g, c);
+    method = p.method.empty() ? "file" : p.method;
+  } else {
+    placer_options po;
+    po.seed = f.seed;
+    p = make_placer(f.method)->place(*g, c, cm, po);
+    method = f.method;
+  }
+
+  engine e(c, engine_options{}
+                  .with_streams(f.streams)
+                  .with_backend(f.backend)
+                  .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000))));
+  if (!f.json)
+    std::cout << fmt::format("run: graph {} ({} ops), cluster {} ({} devices), placement {}, mode {}, "
+                             "streams {}, backend {}, {} warm-up + {} measured runs\n",
+                             f.graph_file, g->size(), c.name(), c.device_count(), method, f.mode, f.streams,
+                             f.backend, f.warmup, f.repeat);
+  run_options ro;
+  ro.mode = mode;
+  ro.seed = f.seed;
+  if (f.warmup > 0) e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false));
+  auto r = e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty()));
+
+  sim_options so;
+  so.mode = mode;
+  so.streams = f.streams;
+  double simulated = simulate(*g, c, p, cm, so).makespan;
+
+  auto ms = r.makespans();
+  double m = mean(ms), sd = stddev(ms);
+  const sim_result& last = r.runs.back();
+  if (!f.trace_file.empty()) write_file_atomic(f.trace_file, chrome_trace(*g, c, last, "cpu"));
+  std::vector<double> util;
+  for (device_index d = 0; d < c.device_count(); ++d) util.push_back(last.utilization(d));
+  double bytes = static_cast<double>(r.bytes_moved.back());
+
+  if (f.json) {
+    nlohmann::json j{{"graph", f.graph_file},       {"cluster", c.name()},   {"method", method},
+                     {"mode", f.mode},              {"streams", f.streams},  {"repeat", f.repeat},
+                     {"makespan_s", m},             {"makespan_std_s", sd},  {"makespan_min_s", r.min_makespan()},
+                     {"makespan_max_s", r.max_makespan()}, {"makespans_s", ms}, {"simulated_s", simulated},
+                     {"utilization", util},         {"bytes_moved", bytes},  {"transfers", r.transfers.back()}};
+    if (!f.trace_file.empty()) j["trace"] = f.trace_file;
+    std::cout << j.dump() << "\n";
+    return;
+  }
+  std::cout << fmt::format("measured makespan: mean {:.6f} s  std {:.6f}  min {:.6f}  max {:.6f}  (n={})\n", m, sd,
+                           r.min_makespan(), r.max_makespan(), ms.size());
+  std::cout << fmt::format("simulated makespan: {:.6f} s  (measured / simulated = {:.2f})\n", simulated,
+                           simulated > 0 ? m / simulated : 0.0);
+  std::cout << "utilization:";
+  for (device_index d = 0; d < c.device_count(); ++d) std::cout << fmt::format(" {} {:.0f}%", c[d].id, 100 * util[d]);
+  std::cout << fmt::format("\nmoved {:.0f} bytes in {} transfers\n", bytes, r.transfers.back());
+  if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app) {
+  auto* cmd = app.add_subcommand("run", "Execute a placed graph on the actor runtime (real CPU kernels) and compare "
+                                        "the measured makespan with the simulator's");
+  auto f = std::make_shared<run_flags>();
+  cmd->add_option("--graph", f->graph_file, "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file")->required();
+  cmd->add_option("--cluster", f->cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")
+      ->capture_default_str();
+  cmd->add_option("--placement", f->placement_file, "Placement (doppler-placement/1); default: place with --method");
+  cmd->add_option("--method", f->method, "Placer when no --placement is given")->capture_default_str();
+  cmd->add_option("--mode", f->mode, "wc (work-conserving) or bsp (barrier per level)")->capture_default_str();
+  cmd->add_option("--repeat", f->repeat, "Measured runs")->capture_default_str();
+  cmd->add_option("--warmup", f->warmup, "Unmeasured runs first")->capture_default_str();
+  cmd->add_option("--streams", f->streams, "Concurrent ops per device")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Input fill (and placer) seed")->capture_default_str();
+  cmd->add_option("--backend", f->backend, "Kernel backend: cpu or null (no work)")->capture_default_str();
+  cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
+  cmd->add_option("--timeout", f->timeout, "Seconds before a run fails")->capture_default_str();
+  cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
+  cmd->add_flag("--json", f->json, "Print one JSON object");
+  cmd->callback([f] { run_command(*f); });
+}
+
+}  // namespace doppler::cli
