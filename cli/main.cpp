@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
 #ifdef DOPPLER_HAVE_ACTORS
   doppler::cli::add_run_commands(app);
 #endif
+  doppler::cli::add_learn_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,154 @@
+// Learner subcommands: train (phases I and II), place-learned. Built only with LibTorch.
+
+#include "commands.hpp"
+
+#include <doppler/learner/curve.hpp>
+#include <doppler/learner/doppler_placer.hpp>
+#include <doppler/learner/policy.hpp>
+#include <doppler/learner/trainer.hpp>
+#include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/sim.hpp>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace doppler::cli {
+
+namespace {
+
+sim_model parse_model(const std::string& m) {
+  if (m == "wc") return sim_model::wc;
+  if (m == "simple") return sim_model::simple;
+  throw error(errc::bad_argument, "", "--model", "unknown model '" + m + "' (wc, simple)");
+}
+
+/// Per-episode progress on stderr: a redrawn bar on a terminal, a line per 10% otherwise.
+std::function<void(const learner::train_row&)> progress(int total, double cp) {
+  const bool tty = isatty(2);
+  auto t0 = std::chrono::steady_clock::now();
+  auto avg = std::make_shared<double>(0);
+  return [=](const learner::train_row& r) {
+    *avg = r.episode == 1 ? r.makespan : 0.95 * *avg + 0.05 * r.makespan;
+    const bool tick = r.episode == total || (total >= 10 && r.episode % (total / 10) == 0);
+    if (!tty && !tick) return;
+    double f = total ? static_cast<double>(r.episode) / total : 1.0;
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int w = 24, filled = static_cast<int>(f * w);
+    std::cerr << fmt::format("{}{} [{}{}] {}/{} best {:.4g} avg {:.4g} ({:.3f}x cp) {:.1f}s{}", tty ? "\r" : "",
+                             r.phase, std::string(filled, '#'), std::string(w - filled, '.'), r.episode, total,
+                             r.best, *avg, cp > 0 ? r.best / cp : 0.0, s,
+                             tty && r.episode != total ? "" : "\n")
+              << std::flush;
+  };
+}
+
+void add_train(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the simulator");
+  struct opts {
+    std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs;
+    learner::train_options t;
+    learner::policy_options p;
+  };
+  auto o = std::make_shared<opts>();
+  cmd->add_option("--graph", o->graph, "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file")->required();
+  cmd->add_option("--cluster", o->cluster, "Cluster: a doppler-cluster/1 file or a preset name")->required();
+  cmd->add_option("--model", o->model, "Simulator model scoring phase II: simple (the paper's) or wc")->capture_default_str();
+  cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
+  cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->capture_default_str();
+  cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->capture_default_str();
+  cmd->add_option("--batch", o->t.batch, "Episodes per update")->capture_default_str();
+  cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->capture_default_str();
+  cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->capture_default_str();
+  cmd->add_option("--entropy", o->t.entropy, "Phase II entropy bonus (start)")->capture_default_str();
+  cmd->add_option("--temperature", o->t.temperature, "Phase II sampling temperature")->capture_default_str();
+  cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->capture_default_str();
+  cmd->add_option("--hidden", o->p.hidden, "Encoder dims (paper: 128)")->capture_default_str();
+  cmd->add_option("--steps", o->p.steps, "Message-passing steps (paper: 6)")->capture_default_str();
+  cmd->add_option("--init", o->init, "Start from this checkpoint (resume or fine-tune) instead of new weights");
+  cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();
+  cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement)");
+  cmd->add_option("--svg", o->svg, "Training curve plot");
+  cmd->add_option("--best", o->best, "Write the best placement found (doppler-placement/1)");
+  cmd->callback([o] {
+    graph g = load_graph(o->graph);
+    cluster c = load_cluster_or_preset(o->cluster);
+    cost_model cm = o->costs.empty() ? cost_model() : cost_model::load(o->costs);
+    o->t.sim.model = parse_model(o->model);
+    o->p.seed = o->t.seed;
+    learner::policy pol = o->init.empty() ? learner::policy(o->p) : learner::policy::load(o->init);
+    learner::problem pb(g, c, cm);
+    const auto& po = pol.options();
+    std::cerr << fmt::format(
+        "train: graph {} ({} ops, {} edges), cluster {} ({} devices), model {}\n"
+        "  policy: hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
+        "  phase I {} episodes (lr {}, eps {}->{}), phase II {} episodes (lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
+        o->graph, g.size(), g.edge_count(), c.name(), c.device_count(), o->model, po.hidden, po.steps, po.proj,
+        po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, o->t.il_lr,
+        o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes, o->t.rl_lr, o->t.entropy, o->t.entropy_final,
+        o->t.temperature, o->t.batch, o->t.seed);
+    double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);
+    o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes, cp);
+    auto r = learner::train(pol, pb, o->t);
+    pol.save(o->out);
+    int eps = o->t.il_episodes + o->t.rl_episodes;
+    std::cout << fmt::format(
+        "cp {:.6g} s, lower bound {:.6g} s\n"
+        "initial greedy {:.6g} s; after training: greedy {:.6g} s ({:.3f}x cp), best {:.6g} s ({:.3f}x cp)\n"
+        "teacher agreement after phase I {:.1f}%\n"
+        "phase I {:.1f} s, phase II {:.1f} s ({:.1f} ms per episode); wrote {}\n",
+        r.cp_makespan, r.lower_bound, r.initial_greedy_makespan, r.greedy_makespan, r.greedy_makespan / r.cp_makespan,
+        r.best_makespan, r.best_makespan / r.cp_makespan, 100 * r.final_agreement, r.il_seconds, r.rl_seconds,
+        eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0, o->out);
+    if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve));
+    if (!o->svg.empty())
+      learner::write_text_file(o->svg, learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound,
+                                                          "doppler train: " + g.name() + " on " + c.name()));
+    if (!o->best.empty()) save_placement(r.best, g, c, o->best);
+  });
+}
+
+void add_place_learned(CLI::App& app) {
+  auto* cmd = app.add_subcommand("place-learned", "Place a graph with a trained DOPPLER policy (greedy SEL + PLC)");
+  struct opts {
+    std::string graph, cluster, policy, out, model = "simple", costs;
+  };
+  auto o = std::make_shared<opts>();
+  cmd->add_option("--graph", o->graph, "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file")->required();
+  cmd->add_option("--cluster", o->cluster, "Cluster: a doppler-cluster/1 file or a preset name")->required();
+  cmd->add_option("--policy", o->policy, "Checkpoint written by `doppler train`")->required();
+  cmd->add_option("-o,--output", o->out, "Placement to write (doppler-placement/1)")->required();
+  cmd->add_option("--model", o->model, "Simulator model for the reported makespan: simple or wc")->capture_default_str();
+  cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
+  cmd->callback([o] {
+    graph g = load_graph(o->graph);
+    cluster c = load_cluster_or_preset(o->cluster);
+    cost_model cm = o->costs.empty() ? cost_model() : cost_model::load(o->costs);
+    auto pl = make_doppler_placer(o->policy);
+    auto t0 = std::chrono::steady_clock::now();
+    placement p = pl->place(g, c, cm, placer_options{});
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    save_placement(p, g, c, o->out);
+    sim_options so;
+    so.model = parse_model(o->model);
+    std::cout << fmt::format("doppler: {} ops on {} devices in {:.1f} ms; simulated ({}) makespan {:.6g} s; wrote {}\n",
+                             g.size(), c.device_count(), 1000 * s, o->model, simulate(g, c, p, cm, so).makespan, o->out);
+  });
+}
+
+}  // namespace
+
+void add_learn_commands(CLI::App& app) {
+  add_train(app);
+  add_place_learned(app);
+}
+
+}  // namespace doppler::cli

@@ -1,0 +1,76 @@
+#pragma once
+/// The assignment episode DOPPLER's policies act in, Torch-free: |V| steps, each one SEL choice (an
+/// op of the ready set: all its producers assigned) and one PLC choice (a device). The environment
+/// keeps the list-schedule timeline the critical-path teacher keeps (per device: time available; per
+/// op: start and end), computes PLC's dynamic device features, and answers what the `cp` teacher
+/// would do in the current state (the DAgger labels of phase I).
+
+#include <doppler/learner/features.hpp>
+#include <doppler/runtime/placement.hpp>
+
+#include <span>
+#include <vector>
+
+namespace doppler::learner {
+
+/// Columns of PLC's device features for op v on device d, in order (times divided by the graph's
+/// critical-path length `graph_features::time_scale`):
+enum class device_feature : std::uint8_t {
+  load,            ///< total compute already assigned to d
+  pred_compute,    ///< compute of v's predecessors on d
+  pred_start,      ///< earliest start of v's predecessors on d (0 if none)
+  pred_end,        ///< latest end of v's predecessors on d (0 if none)
+  est,             ///< v's earliest start time on d, transfers included (cp's EST)
+  est_gap,         ///< est − the minimum est over valid devices (0 on cp's choices)
+};
+inline constexpr int device_feature_count = 6;
+
+class assignment_env {
+ public:
+  /// The graph, cluster, cost model and features must outlive the environment. With
+  /// `respect_memory`, a device is invalid for v when v's output would exceed its memory (cp's rule).
+  assignment_env(const graph& g, const cluster& c, const cost_model& cm, const graph_features& f,
+                 bool respect_memory = true);
+
+  bool done() const noexcept { return steps_ == g_.size(); }
+  std::size_t steps() const noexcept { return steps_; }
+  /// The ready ops, ascending.
+  std::span<const op_index> ready() const noexcept { return ready_; }
+
+  /// Fills out[d * device_feature_count + k] for op v (must be ready) and valid[d]; returns the
+  /// number of valid devices (0 means the op fits nowhere: errc::infeasible on assign).
+  std::size_t device_features(op_index v, std::span<float> out, std::span<std::uint8_t> valid);
+
+  /// The teacher's choice set now: the ready ops of maximum bottom level (cp ties, relative 1e-9).
+  void teacher_ops(std::vector<op_index>& out) const;
+  /// The teacher's devices for v: the valid devices of minimum EST (call device_features(v) first).
+  void teacher_devices(op_index v, std::vector<device_index>& out) const;
+
+  /// Assigns ready op v to device d (throws errc::bad_argument if v is not ready or d invalid).
+  void assign(op_index v, device_index d);
+
+  /// The placement so far: device per assigned op (others 0), order = the assignment order.
+  const placement& result() const noexcept { return p_; }
+  /// End time of the list schedule so far (the teacher's own makespan estimate).
+  double schedule_end() const noexcept { return schedule_end_; }
+
+ private:
+  void compute_est(op_index v);
+
+  const graph& g_;
+  const cluster& c_;
+  const cost_model& cm_;
+  const graph_features& f_;
+  bool respect_memory_;
+  std::size_t steps_ = 0;
+  std::vector<op_index> ready_;
+  std::vector<std::uint32_t> missing_;
+  std::vector<double> start_, end_, avail_, load_, mem_used_;
+  std::vector<double> est_;        // per device, for est_op_
+  std::vector<std::uint8_t> fits_; // per device, for est_op_
+  op_index est_op_ = static_cast<op_index>(-1);
+  placement p_;
+  double schedule_end_ = 0;
+};
+
+}  // namespace doppler::learner

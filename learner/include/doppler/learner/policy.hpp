@@ -1,0 +1,134 @@
+#pragma once
+/// DOPPLER's dual policy, Torch-free interface (LibTorch stays inside learner/src).
+///
+/// An encoder (edge-conditioned message passing + GRU over the bidirectional graph) runs once per
+/// (problem, parameter version); its outputs are cached. SEL's scores depend only on static
+/// inputs, so every op's SEL logit is computed once; PLC's per-step work is a small MLP over the
+/// dynamic device features plus cached per-op terms. Rollouts run without autograd; the training
+/// updates recompute the log-probabilities of a whole episode in one batched, differentiable pass.
+
+#include <doppler/learner/env.hpp>
+#include <doppler/learner/features.hpp>
+#include <doppler/runtime/placement.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace doppler::learner {
+
+/// Network sizes. Defaults are smaller than the paper's (128 dims, 6 steps) for CPU speed.
+struct policy_options {
+  int hidden = 64;         ///< embedding dims of the encoder
+  int steps = 4;           ///< message-passing steps
+  int proj = 32;           ///< projection dims of raw op features and device features
+  int mlp = 64;            ///< hidden units of the SEL and PLC MLPs
+  std::uint64_t seed = 0;  ///< weight initialization
+
+  policy_options& with_hidden(int h) { hidden = h; return *this; }
+  policy_options& with_steps(int s) { steps = s; return *this; }
+  policy_options& with_proj(int p) { proj = p; return *this; }
+  policy_options& with_mlp(int m) { mlp = m; return *this; }
+  policy_options& with_seed(std::uint64_t s) { seed = s; return *this; }
+};
+
+/// One (graph, cluster, cost model) the policy places, with its static features. The three
+/// referenced objects must outlive it.
+class problem {
+ public:
+  problem(const graph& g, const cluster& c, const cost_model& cm, bool respect_memory = true);
+  const graph& g() const noexcept { return *g_; }
+  const cluster& c() const noexcept { return *c_; }
+  const cost_model& cm() const noexcept { return *cm_; }
+  const graph_features& features() const noexcept { return f_; }
+  bool respect_memory() const noexcept { return respect_memory_; }
+  /// Unique per problem object (the policy's cache key).
+  std::uint64_t key() const noexcept { return key_; }
+
+ private:
+  const graph* g_;
+  const cluster* c_;
+  const cost_model* cm_;
+  graph_features f_;
+  bool respect_memory_;
+  std::uint64_t key_;
+};
+
+/// How a rollout picks actions.
+struct rollout_options {
+  bool greedy = true;        ///< argmax (lowest index on ties); else sample softmax(logits / temperature)
+  double temperature = 1.0;  ///< > 0
+  double epsilon = 0.0;      ///< probability of a uniform random action instead (per choice)
+  std::uint64_t seed = 0;    ///< sampling RNG
+  bool teacher = false;      ///< record the cp teacher's choice sets at every visited state
+
+  static rollout_options sample(std::uint64_t seed, double temperature = 1.0, double epsilon = 0.0) {
+    rollout_options o;
+    o.greedy = false;
+    o.seed = seed;
+    o.temperature = temperature;
+    o.epsilon = epsilon;
+    return o;
+  }
+};
+
+/// A recorded episode: the actions, the states PLC saw, and (optionally) the teacher's labels.
+struct episode {
+  placement result;                   ///< device per op; order = SEL's order
+  std::vector<std::uint32_t> ready_off;  ///< step t's ready set is ready[ready_off[t] .. ready_off[t+1])
+  std::vector<op_index> ready;
+  std::vector<float> dev_feat;        ///< [t][d][device_feature_count]
+  std::vector<std::uint8_t> dev_valid;///< [t][d]
+  std::vector<std::uint32_t> teacher_op_off, teacher_dev_off;  ///< CSR like ready (when teacher)
+  std::vector<op_index> teacher_ops;
+  std::vector<device_index> teacher_devs;
+  std::size_t sel_agree = 0;   ///< steps whose SEL choice was in the teacher's set (when teacher)
+  std::size_t plc_agree = 0;   ///< steps whose PLC choice was in the teacher's set (when teacher)
+  std::size_t both_agree = 0;  ///< steps where both were
+  double log_prob = 0;         ///< Σ log π(chosen) at the rollout temperature (ε ignored)
+  double temperature = 1.0;
+  std::size_t steps() const noexcept { return result.order.size(); }
+};
+
+class policy {
+ public:
+  explicit policy(const policy_options& opt = {});
+  ~policy();
+  policy(policy&&) noexcept;
+  policy& operator=(policy&&) noexcept;
+
+  const policy_options& options() const noexcept;
+  std::size_t parameter_count() const;
+
+  /// Runs one episode (no autograd). Throws errc::infeasible when an op fits on no device.
+  episode rollout(const problem& pb, const rollout_options& opt = {});
+  /// The deployment placement: a greedy rollout.
+  placement place(const problem& pb) { return rollout(pb).result; }
+
+  /// Adam's learning rate for the next updates.
+  void set_learning_rate(double lr);
+  /// Phase I step: loss = −Σ over steps of Σ log π(a) over the teacher's tied ops and devices, mean
+  /// over steps and episodes (episodes need teacher labels). Returns the loss before the step.
+  double imitation_update(const problem& pb, std::span<const episode> eps);
+  /// Phase II step (REINFORCE): loss = −Σ_t advantage·γ^(T−1−t)·log π(a_t) − β·H(π(·|s_t)), mean over
+  /// steps and episodes, log π at each episode's temperature. Returns the loss before the step.
+  double reinforce_update(const problem& pb, std::span<const episode> eps,
+                          std::span<const double> advantages, double gamma, double entropy_weight);
+
+  /// Recomputes the episode's log-probability in the batched, differentiable form the updates use;
+  /// equal to episode::log_prob up to float rounding (the cache-consistency check).
+  double recompute_log_prob(const problem& pb, const episode& ep);
+
+  /// Writes options, parameters and optimizer state atomically (temp file + rename).
+  void save(const std::string& path) const;
+  /// Reads a checkpoint written by save. Errors name the file.
+  static policy load(const std::string& path);
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace doppler::learner

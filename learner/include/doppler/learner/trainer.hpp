@@ -1,0 +1,72 @@
+#pragma once
+/// DOPPLER's training phases I (imitation of the cp teacher, DAgger-like) and II (REINFORCE in the
+/// simulator), Torch-free orchestration over `policy`. docs/learner.md describes each rule.
+
+#include <doppler/learner/policy.hpp>
+#include <doppler/runtime/sim.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace doppler::learner {
+
+/// One row of the training curve (one episode).
+struct train_row {
+  int episode = 0;          ///< 1-based over both phases
+  std::string phase;        ///< "il" or "rl"
+  double makespan = 0;      ///< simulated makespan of this episode's placement
+  double best = 0;          ///< best makespan so far
+  double loss = 0;          ///< loss of the update this episode took part in
+  double agreement = -1;    ///< il: fraction of steps whose op and device were the teacher's; rl: −1
+};
+
+struct train_options {
+  int il_episodes = 200;        ///< phase I episodes
+  int rl_episodes = 400;        ///< phase II episodes
+  int batch = 4;                ///< episodes per update
+  double il_lr = 2e-3;          ///< phase I Adam learning rate (decays linearly to lr_final × it)
+  double rl_lr = 5e-4;          ///< phase II Adam learning rate (decays linearly to lr_final × it)
+  double lr_final = 0.2;        ///< learning-rate fraction reached at the end of each phase
+  double il_epsilon = 0.3;      ///< phase I ε-greedy exploration at the start ...
+  double il_epsilon_final = 0.05;  ///< ... and at the end (linear)
+  double rl_epsilon = 0.0;      ///< phase II ε (the samples come from the policy itself)
+  double temperature = 1.0;     ///< phase II sampling temperature
+  double entropy = 0.01;        ///< entropy bonus at the start of phase II ...
+  double entropy_final = 0.001; ///< ... and at its end (linear)
+  double gamma = 0.99;          ///< discount of the episode reward to earlier steps
+  sim_options sim;              ///< the simulator that scores placements (model simple|wc, streams)
+  std::uint64_t seed = 0;       ///< rollout sampling seeds derive from it
+  /// Called after every episode (the CLI's progress bar).
+  std::function<void(const train_row&)> on_episode;
+
+  train_options& with_il(int n) { il_episodes = n; return *this; }
+  train_options& with_rl(int n) { rl_episodes = n; return *this; }
+  train_options& with_batch(int b) { batch = b; return *this; }
+  train_options& with_model(sim_model m) { sim.model = m; return *this; }
+  train_options& with_seed(std::uint64_t s) { seed = s; return *this; }
+};
+
+struct train_result {
+  std::vector<train_row> curve;
+  placement best;                 ///< the best placement any episode found
+  double best_makespan = 0;
+  double greedy_makespan = 0;     ///< the trained policy's greedy placement
+  double initial_greedy_makespan = 0;  ///< the policy's greedy placement before training
+  double cp_makespan = 0;         ///< the cp teacher (seed 0) under the same simulator
+  double lower_bound = 0;         ///< makespan_lower_bound for the simulator options
+  double il_seconds = 0, rl_seconds = 0;
+  double final_agreement = 0;     ///< greedy rollout's teacher agreement after phase I (both choices)
+};
+
+/// Simulated makespan of a placement under `opt`.
+double score(const problem& pb, const placement& p, const sim_options& opt);
+
+/// Runs phase I then phase II on one problem, updating `pol` in place.
+train_result train(policy& pol, const problem& pb, const train_options& opt);
+
+/// Fraction of steps of a greedy rollout on which both choices were in the teacher's tie sets.
+double teacher_agreement(policy& pol, const problem& pb);
+
+}  // namespace doppler::learner

@@ -1,0 +1,107 @@
+// Training-curve CSV and SVG (curve.hpp).
+#include <doppler/learner/curve.hpp>
+
+#include <doppler/runtime/io.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace doppler::learner {
+
+std::string curve_csv(const std::vector<train_row>& rows) {
+  std::string out = "episode,phase,makespan,best,loss,agreement\n";
+  for (const auto& r : rows)
+    out += fmt::format("{},{},{:.9g},{:.9g},{:.6g},{}\n", r.episode, r.phase, r.makespan, r.best, r.loss,
+                       r.agreement >= 0 ? fmt::format("{:.4f}", r.agreement) : std::string());
+  return out;
+}
+
+namespace {
+
+std::string escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '<') o += "&lt;";
+    else if (ch == '>') o += "&gt;";
+    else if (ch == '&') o += "&amp;";
+    else o += ch;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, double lower_bound,
+                      const std::string& title) {
+  const double w = 800, h = 420, l = 70, r = 20, t = 40, b = 50;
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (const auto& row : rows) {
+    lo = std::min(lo, row.best);
+    hi = std::max(hi, row.makespan);
+  }
+  for (double ref : {cp_makespan, lower_bound})
+    if (ref > 0) {
+      lo = std::min(lo, ref);
+      hi = std::max(hi, ref);
+    }
+  if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (hi <= lo) hi = lo + 1;
+  const double pad = 0.05 * (hi - lo);
+  lo = std::max(0.0, lo - pad);
+  hi += pad;
+  const double n = std::max<double>(1, static_cast<double>(rows.size()));
+  auto px = [&](double ep) { return l + (w - l - r) * (ep - 1) / std::max(1.0, n - 1); };
+  auto py = [&](double v) { return t + (h - t - b) * (1 - (v - lo) / (hi - lo)); };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"22\" font-size=\"15\">{}</text>\n",
+      w, h, l, escape(title));
+  s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", l, h - b, w - r, h - b);
+  s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", l, t, l, h - b);
+  for (int i = 0; i <= 4; ++i) {
+    double v = lo + (hi - lo) * i / 4;
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.4g}</text>\n", l - 6, py(v) + 4, v);
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">episode (1..{})</text>\n", (l + w - r) / 2,
+                   h - 15, rows.size());
+  // Phase boundary.
+  for (std::size_t i = 1; i < rows.size(); ++i)
+    if (rows[i].phase != rows[i - 1].phase)
+      s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#999\" "
+                       "stroke-dasharray=\"2,3\"/>\n",
+                       px(static_cast<double>(rows[i].episode)), t, h - b);
+  auto polyline = [&](auto value, const char* color, double width) {
+    std::string pts;
+    for (const auto& row : rows) pts += fmt::format("{:.1f},{:.1f} ", px(row.episode), py(value(row)));
+    return fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" points=\"{}\"/>\n", color,
+                       width, pts);
+  };
+  s += polyline([](const train_row& x) { return x.makespan; }, "#9ecae1", 1);
+  s += polyline([](const train_row& x) { return x.best; }, "#08519c", 2);
+  int legend = 0;
+  auto ref_line = [&](double v, const char* color, const std::string& label) {
+    if (v <= 0) return;
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
+                     "stroke-dasharray=\"6,4\"/>\n",
+                     l, py(v), w - r, py(v), color);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\" text-anchor=\"end\">{} {:.4g}</text>\n", w - r,
+                     t + 14 * ++legend, color, escape(label), v);
+  };
+  ref_line(cp_makespan, "#d62728", "cp");
+  ref_line(lower_bound, "#2ca02c", "lower bound");
+  s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#08519c\" text-anchor=\"end\">best so far / episode "
+                   "makespan (light)</text>\n",
+                   w - r, t + 14 * ++legend);
+  s += "</svg>\n";
+  return s;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  write_file_atomic(path, text);
+}
+
+}  // namespace doppler::learner

@@ -1,0 +1,139 @@
+// The assignment episode (env.hpp).
+#include <doppler/learner/env.hpp>
+
+#include <doppler/runtime/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace doppler::learner {
+
+namespace {
+
+/// cp's tie rule: equal up to a relative 1e-9.
+bool same(double a, double b) noexcept {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+}  // namespace
+
+assignment_env::assignment_env(const graph& g, const cluster& c, const cost_model& cm,
+                               const graph_features& f, bool respect_memory)
+    : g_(g), c_(c), cm_(cm), f_(f), respect_memory_(respect_memory) {
+  const std::size_t n = g.size(), n_dev = c.device_count();
+  if (f.ops != n) throw error(errc::bad_argument, "learner: features were computed for another graph");
+  missing_.resize(n);
+  start_.assign(n, 0.0);
+  end_.assign(n, 0.0);
+  avail_.assign(n_dev, 0.0);
+  load_.assign(n_dev, 0.0);
+  mem_used_.assign(n_dev, 0.0);
+  est_.assign(n_dev, 0.0);
+  fits_.assign(n_dev, 1);
+  for (op_index v = 0; v < n; ++v) {
+    missing_[v] = static_cast<std::uint32_t>(g.preds(v).size());
+    if (missing_[v] == 0) ready_.push_back(v);
+  }
+  p_.device.assign(n, 0);
+  p_.order.reserve(n);
+  p_.method = "doppler";
+}
+
+void assignment_env::compute_est(op_index v) {
+  const auto n_dev = static_cast<device_index>(c_.device_count());
+  for (device_index d = 0; d < n_dev; ++d) {
+    fits_[d] = !respect_memory_ || mem_used_[d] + g_[v].bytes <= c_[d].memory;
+    double t = avail_[d];
+    for (op_index u : g_.preds(v)) {
+      device_index du = p_.device[u];
+      t = std::max(t, end_[u] + (du == d ? 0.0 : cm_.transfer_time(c_, du, d, g_[u].bytes)));
+    }
+    est_[d] = t;
+  }
+  est_op_ = v;
+}
+
+std::size_t assignment_env::device_features(op_index v, std::span<float> out,
+                                            std::span<std::uint8_t> valid) {
+  const auto n_dev = static_cast<device_index>(c_.device_count());
+  constexpr int nf = device_feature_count;
+  if (out.size() < n_dev * nf || valid.size() < n_dev)
+    throw error(errc::bad_argument, "learner: device feature buffer too small");
+  compute_est(v);
+  double best = std::numeric_limits<double>::infinity();
+  std::size_t n_valid = 0;
+  for (device_index d = 0; d < n_dev; ++d)
+    if (fits_[d]) {
+      best = std::min(best, est_[d]);
+      ++n_valid;
+    }
+  const double s = 1.0 / f_.time_scale;
+  for (device_index d = 0; d < n_dev; ++d) {
+    double pred_compute = 0, first = std::numeric_limits<double>::infinity(), last = 0;
+    bool any = false;
+    for (op_index u : g_.preds(v))
+      if (p_.device[u] == d) {
+        any = true;
+        pred_compute += f_.node_cost[u];
+        first = std::min(first, start_[u]);
+        last = std::max(last, end_[u]);
+      }
+    float* o = &out[d * nf];
+    o[static_cast<int>(device_feature::load)] = static_cast<float>(load_[d] * s);
+    o[static_cast<int>(device_feature::pred_compute)] = static_cast<float>(pred_compute * s);
+    o[static_cast<int>(device_feature::pred_start)] = any ? static_cast<float>(first * s) : 0.0f;
+    o[static_cast<int>(device_feature::pred_end)] = any ? static_cast<float>(last * s) : 0.0f;
+    o[static_cast<int>(device_feature::est)] = static_cast<float>(est_[d] * s);
+    o[static_cast<int>(device_feature::est_gap)] =
+        fits_[d] && n_valid ? static_cast<float>((est_[d] - best) * s) : 0.0f;
+    valid[d] = fits_[d];
+  }
+  return n_valid;
+}
+
+void assignment_env::teacher_ops(std::vector<op_index>& out) const {
+  out.clear();
+  double top = -1;
+  for (op_index v : ready_) top = std::max(top, f_.bottom_level[v]);
+  for (op_index v : ready_)
+    if (same(f_.bottom_level[v], top)) out.push_back(v);
+}
+
+void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out) const {
+  out.clear();
+  if (est_op_ != v) throw error(errc::internal, "learner: teacher_devices before device_features");
+  double best = std::numeric_limits<double>::infinity();
+  for (device_index d = 0; d < est_.size(); ++d)
+    if (fits_[d]) best = std::min(best, est_[d]);
+  for (device_index d = 0; d < est_.size(); ++d)
+    if (fits_[d] && same(est_[d], best)) out.push_back(d);
+}
+
+void assignment_env::assign(op_index v, device_index d) {
+  auto it = std::lower_bound(ready_.begin(), ready_.end(), v);
+  if (it == ready_.end() || *it != v)
+    throw error(errc::bad_argument, "learner: op " + g_[v].id + " is not ready");
+  if (d >= c_.device_count()) throw error(errc::bad_argument, "learner: no device " + std::to_string(d));
+  if (est_op_ != v) compute_est(v);
+  if (!fits_[d]) {
+    bool any = std::any_of(fits_.begin(), fits_.end(), [](std::uint8_t x) { return x != 0; });
+    throw error(any ? errc::bad_argument : errc::infeasible,
+                "learner: op " + g_[v].id + " does not fit on device " + c_[d].id);
+  }
+  ready_.erase(it);
+  start_[v] = est_[d];
+  end_[v] = est_[d] + cm_.op_time(g_[v], c_[d]);
+  avail_[d] = end_[v];
+  load_[d] += f_.node_cost[v];
+  mem_used_[d] += g_[v].bytes;
+  schedule_end_ = std::max(schedule_end_, end_[v]);
+  p_.device[v] = d;
+  p_.order.push_back(v);
+  ++steps_;
+  est_op_ = static_cast<op_index>(-1);
+  for (op_index s : g_.succs(v))
+    if (--missing_[s] == 0) ready_.insert(std::lower_bound(ready_.begin(), ready_.end(), s), s);
+}
+
+}  // namespace doppler::learner

@@ -1,0 +1,73 @@
+#pragma once
+// The policy network in LibTorch (internal: only learner/src includes Torch).
+//
+//   encoder: h0 = relu(W_in x); for k in steps: m = mean over incoming edges of Θ(e)·h_src + W_root h,
+//            h = GRU(relu(m), h)          (Θ(e) = MLP(edge features) reshaped to hidden × hidden)
+//   SEL:     logit(v) = MLP([relu(P x_v) ‖ h_v ‖ Σ h on v's longest path to an exit / L ‖
+//                            Σ h on v's longest path from an entry / L])
+//   PLC:     logit(v, d) = w · relu(W_dev relu(P_dev f_vd) + W_op [relu(P_op x_v) ‖ h_v] + b
+//                                   + W_sum Σ_{u on d} h_u / |V|) + c
+// The first PLC layer is split by input block so the per-op and per-device-sum terms are computed
+// once per episode; only the device-feature term is per step.
+
+#include <doppler/learner/features.hpp>
+#include <doppler/learner/policy.hpp>
+
+#include <torch/torch.h>
+
+namespace doppler::learner::detail {
+
+/// A problem's static tensors.
+struct graph_tensors {
+  torch::Tensor x;          ///< [N, node_feature_count] z-scored features
+  torch::Tensor edge_feat;  ///< [E, edge_feature_count]
+  torch::Tensor src;        ///< [E] long: message source
+  torch::Tensor agg;        ///< sparse [N, E]: mean over incoming messages
+  torch::Tensor down, up;   ///< sparse [N, N]: longest-path sums (scaled by 1 / max_path_ops)
+};
+graph_tensors make_graph_tensors(const graph_features& f);
+
+/// The encoder's per-episode outputs.
+struct encoded {
+  torch::Tensor sel_logits;  ///< [N]
+  torch::Tensor op_part;     ///< [N, mlp]: W_op [relu(P_op x) ‖ h] + b
+  torch::Tensor sum_part;    ///< [N, mlp]: W_sum h / |V|
+};
+
+/// An episode as tensors for the batched recomputation.
+struct episode_tensors {
+  torch::Tensor ready_mask;   ///< [T, N] bool
+  torch::Tensor ops, devs;    ///< [T] long
+  torch::Tensor dev_feat;     ///< [T, D, device_feature_count]
+  torch::Tensor dev_valid;    ///< [T, D] bool
+  torch::Tensor teacher_ops;  ///< [T, N] bool (undefined without labels)
+  torch::Tensor teacher_devs; ///< [T, D] bool (undefined without labels)
+};
+episode_tensors make_episode_tensors(const episode& ep, std::size_t n_ops, std::size_t n_dev);
+
+/// Per-step log-probabilities and entropies of one episode.
+struct step_terms {
+  torch::Tensor sel_lp, plc_lp;    ///< [T, N], [T, D]: log π, 0 where masked
+  torch::Tensor sel_taken, plc_taken;  ///< [T]: log π of the chosen actions
+  torch::Tensor sel_ent, plc_ent;  ///< [T]
+};
+
+struct net_impl : torch::nn::Module {
+  explicit net_impl(const policy_options& o);
+
+  encoded encode(const graph_tensors& gt, std::size_t n_ops);
+  /// PLC logits [T, D] for the steps of an episode.
+  torch::Tensor plc_logits(const encoded& e, const episode_tensors& et);
+  /// SEL and PLC terms of an episode at temperature `tau`.
+  step_terms terms(const encoded& e, const episode_tensors& et, double tau);
+
+  policy_options opt;
+  torch::nn::Linear in{nullptr}, edge1{nullptr}, edge2{nullptr}, root{nullptr};
+  torch::nn::GRUCell gru{nullptr};
+  torch::nn::Linear sel_proj{nullptr}, sel1{nullptr}, sel2{nullptr};
+  torch::nn::Linear plc_dev{nullptr}, plc_op{nullptr}, plc_w_dev{nullptr}, plc_w_op{nullptr},
+      plc_w_sum{nullptr}, plc_out{nullptr};
+};
+TORCH_MODULE_IMPL(net, net_impl);
+
+}  // namespace doppler::learner::detail

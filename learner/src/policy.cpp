@@ -1,0 +1,334 @@
+// The dual policy: cached encoding, autograd-free rollouts, batched updates, checkpoints (policy.hpp).
+#include "net.hpp"
+
+#include <doppler/runtime/error.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <unordered_map>
+
+namespace doppler::learner {
+
+namespace {
+
+std::atomic<std::uint64_t> next_problem_key{1};
+
+/// Copies a tensor's values into a float vector.
+std::vector<float> to_vector(const torch::Tensor& t) {
+  auto c = t.detach().contiguous().to(torch::kFloat);
+  return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+}
+
+}  // namespace
+
+problem::problem(const graph& g, const cluster& c, const cost_model& cm, bool respect_memory)
+    : g_(&g), c_(&c), cm_(&cm), f_(compute_features(g, c, cm)), respect_memory_(respect_memory),
+      key_(next_problem_key++) {}
+
+/// The encoder's outputs for one problem as plain floats, for the per-step rollout loop.
+struct rollout_cache {
+  std::uint64_t version = 0;
+  std::vector<float> sel, op_part, sum_part;          // [N], [N×m], [N×m]
+  std::vector<float> dev_w, dev_b, w_dev, out_w;      // [p×F], [p], [m×p], [m]
+  float out_b = 0;
+};
+
+struct policy::impl {
+  explicit impl(const policy_options& o) : opt(o) {
+    torch::set_num_threads(1);
+    torch::manual_seed(o.seed);
+    model = detail::net(o);
+    adam = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(1e-3));
+  }
+
+  const detail::graph_tensors& tensors(const problem& pb) {
+    auto it = graphs.find(pb.key());
+    if (it == graphs.end()) {
+      if (graphs.size() > 16) graphs.clear();
+      it = graphs.emplace(pb.key(), detail::make_graph_tensors(pb.features())).first;
+    }
+    return it->second;
+  }
+
+  const rollout_cache& cached(const problem& pb) {
+    auto& c = caches[pb.key()];
+    if (c.version == version && !c.sel.empty()) return c;
+    if (caches.size() > 16) {
+      caches.clear();
+      return cached(pb);
+    }
+    torch::NoGradGuard ng;
+    auto e = model->encode(tensors(pb), pb.g().size());
+    c.version = version;
+    c.sel = to_vector(e.sel_logits);
+    c.op_part = to_vector(e.op_part);
+    c.sum_part = to_vector(e.sum_part);
+    c.dev_w = to_vector(model->plc_dev->weight);
+    c.dev_b = to_vector(model->plc_dev->bias);
+    c.w_dev = to_vector(model->plc_w_dev->weight);
+    c.out_w = to_vector(model->plc_out->weight);
+    c.out_b = model->plc_out->bias.item<float>();
+    return c;
+  }
+
+  void step(torch::Tensor loss) {
+    adam->zero_grad();
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    adam->step();
+    ++version;
+  }
+
+  policy_options opt;
+  detail::net model{nullptr};
+  std::unique_ptr<torch::optim::Adam> adam;
+  std::uint64_t version = 1;
+  std::unordered_map<std::uint64_t, detail::graph_tensors> graphs;
+  std::unordered_map<std::uint64_t, rollout_cache> caches;
+};
+
+policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
+  if (opt.hidden < 1 || opt.steps < 0 || opt.proj < 1 || opt.mlp < 1)
+    throw error(errc::bad_argument, "learner: policy sizes must be positive");
+}
+policy::~policy() = default;
+policy::policy(policy&&) noexcept = default;
+policy& policy::operator=(policy&&) noexcept = default;
+
+const policy_options& policy::options() const noexcept { return impl_->opt; }
+
+std::size_t policy::parameter_count() const {
+  std::size_t n = 0;
+  for (const auto& p : impl_->model->parameters()) n += static_cast<std::size_t>(p.numel());
+  return n;
+}
+
+namespace {
+
+/// Picks among `k` candidates with logits `z` (already divided by the temperature; −inf = invalid).
+/// Returns the index and log π(index) under softmax(z).
+std::pair<std::size_t, double> choose(std::span<const double> z, const rollout_options& o,
+                                      std::mt19937_64& rng) {
+  double top = -INFINITY;
+  std::size_t arg = 0, n_valid = 0;
+  for (std::size_t i = 0; i < z.size(); ++i)
+    if (std::isfinite(z[i])) {
+      ++n_valid;
+      if (z[i] > top) {
+        top = z[i];
+        arg = i;
+      }
+    }
+  double norm = 0;
+  for (double x : z)
+    if (std::isfinite(x)) norm += std::exp(x - top);
+  const double log_norm = top + std::log(norm);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  if (o.epsilon > 0 && n_valid > 0 && u(rng) < o.epsilon) {
+    std::size_t k = std::uniform_int_distribution<std::size_t>(0, n_valid - 1)(rng);
+    for (std::size_t i = 0; i < z.size(); ++i)
+      if (std::isfinite(z[i]) && k-- == 0) return {i, z[i] - log_norm};
+  }
+  if (!o.greedy && n_valid > 0) {
+    double r = u(rng) * norm, acc = 0;
+    for (std::size_t i = 0; i < z.size(); ++i)
+      if (std::isfinite(z[i])) {
+        acc += std::exp(z[i] - top);
+        arg = i;
+        if (acc >= r) break;
+      }
+  }
+  return {arg, z[arg] - log_norm};
+}
+
+}  // namespace
+
+episode policy::rollout(const problem& pb, const rollout_options& o) {
+  if (!(o.temperature > 0)) throw error(errc::bad_argument, "learner: temperature must be > 0");
+  const auto& c = impl_->cached(pb);
+  const auto& g = pb.g();
+  const std::size_t n_dev = pb.c().device_count();
+  const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp;
+  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory());
+  std::mt19937_64 rng(o.seed);
+  const double tau = o.temperature;
+
+  episode ep;
+  ep.temperature = tau;
+  ep.ready_off.reserve(g.size() + 1);
+  ep.ready_off.push_back(0);
+  ep.dev_feat.resize(g.size() * n_dev * nf);
+  ep.dev_valid.resize(g.size() * n_dev);
+  if (o.teacher) {
+    ep.teacher_op_off.push_back(0);
+    ep.teacher_dev_off.push_back(0);
+  }
+  std::vector<float> dev_sum(n_dev * m, 0.0f), proj(p), hid(m);
+  std::vector<double> z;
+  std::vector<op_index> t_ops;
+  std::vector<device_index> t_devs;
+  while (!env.done()) {
+    const std::size_t t = env.steps();
+    auto ready = env.ready();
+    ep.ready.insert(ep.ready.end(), ready.begin(), ready.end());
+    ep.ready_off.push_back(static_cast<std::uint32_t>(ep.ready.size()));
+    // SEL: static logits over the ready set.
+    z.resize(ready.size());
+    for (std::size_t i = 0; i < ready.size(); ++i) z[i] = c.sel[ready[i]] / tau;
+    auto [ri, lp_sel] = choose(z, o, rng);
+    const op_index v = ready[ri];
+    if (o.teacher) env.teacher_ops(t_ops);
+    // PLC: per-device MLP over the dynamic features plus the cached per-op and per-device terms.
+    std::span<float> feat(&ep.dev_feat[t * n_dev * nf], n_dev * nf);
+    std::span<std::uint8_t> valid(&ep.dev_valid[t * n_dev], n_dev);
+    env.device_features(v, feat, valid);
+    z.resize(n_dev);
+    for (std::size_t d = 0; d < n_dev; ++d) {
+      if (!valid[d]) {
+        z[d] = -INFINITY;
+        continue;
+      }
+      for (int i = 0; i < p; ++i) {
+        float s = c.dev_b[i];
+        for (int k = 0; k < nf; ++k) s += c.dev_w[i * nf + k] * feat[d * nf + k];
+        proj[i] = std::max(s, 0.0f);
+      }
+      double logit = c.out_b;
+      for (int j = 0; j < m; ++j) {
+        float s = c.op_part[v * m + j] + dev_sum[d * m + j];
+        for (int i = 0; i < p; ++i) s += c.w_dev[j * p + i] * proj[i];
+        logit += static_cast<double>(c.out_w[j]) * std::max(s, 0.0f);
+      }
+      z[d] = logit / tau;
+    }
+    if (std::none_of(valid.begin(), valid.end(), [](std::uint8_t x) { return x != 0; }))
+      env.assign(v, 0);  // throws errc::infeasible naming the op
+    auto [dev, lp_plc] = choose(z, o, rng);
+    ep.log_prob += lp_sel + lp_plc;
+    if (o.teacher) {
+      env.teacher_devices(v, t_devs);
+      bool sel_ok = std::find(t_ops.begin(), t_ops.end(), v) != t_ops.end();
+      bool plc_ok = std::find(t_devs.begin(), t_devs.end(), dev) != t_devs.end();
+      ep.sel_agree += sel_ok;
+      ep.plc_agree += plc_ok;
+      ep.both_agree += sel_ok && plc_ok;
+      ep.teacher_ops.insert(ep.teacher_ops.end(), t_ops.begin(), t_ops.end());
+      ep.teacher_devs.insert(ep.teacher_devs.end(), t_devs.begin(), t_devs.end());
+      ep.teacher_op_off.push_back(static_cast<std::uint32_t>(ep.teacher_ops.size()));
+      ep.teacher_dev_off.push_back(static_cast<std::uint32_t>(ep.teacher_devs.size()));
+    }
+    for (int j = 0; j < m; ++j) dev_sum[dev * m + j] += c.sum_part[v * m + j];
+    env.assign(v, static_cast<device_index>(dev));
+  }
+  ep.result = env.result();
+  return ep;
+}
+
+void policy::set_learning_rate(double lr) {
+  for (auto& group : impl_->adam->param_groups())
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+double policy::imitation_update(const problem& pb, std::span<const episode> eps) {
+  if (eps.empty()) return 0;
+  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  torch::Tensor loss = torch::zeros({});
+  for (const auto& ep : eps) {
+    if (ep.teacher_op_off.empty()) throw error(errc::bad_argument, "learner: imitation needs teacher labels");
+    auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
+    auto st = impl_->model->terms(e, et, 1.0);
+    auto l = (st.sel_lp * et.teacher_ops.to(torch::kFloat)).sum() +
+             (st.plc_lp * et.teacher_devs.to(torch::kFloat)).sum();
+    loss = loss - l / static_cast<double>(std::max<std::size_t>(ep.steps(), 1));
+  }
+  loss = loss / static_cast<double>(eps.size());
+  double value = loss.item<double>();
+  impl_->step(loss);
+  return value;
+}
+
+double policy::reinforce_update(const problem& pb, std::span<const episode> eps,
+                                std::span<const double> advantages, double gamma, double entropy_weight) {
+  if (eps.empty()) return 0;
+  if (advantages.size() != eps.size())
+    throw error(errc::bad_argument, "learner: one advantage per episode");
+  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  torch::Tensor loss = torch::zeros({});
+  for (std::size_t i = 0; i < eps.size(); ++i) {
+    const auto& ep = eps[i];
+    const auto t = static_cast<std::int64_t>(ep.steps());
+    auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
+    auto st = impl_->model->terms(e, et, ep.temperature);
+    // γ^(T−1−t): the episode's reward is discounted back to earlier steps.
+    auto disc = torch::pow(torch::full({t}, gamma, torch::kDouble),
+                           torch::arange(t - 1, -1, -1, torch::kDouble)).to(torch::kFloat);
+    auto pg = (disc * (st.sel_taken + st.plc_taken)).sum() * advantages[i];
+    auto ent = (st.sel_ent + st.plc_ent).sum();
+    loss = loss - (pg + entropy_weight * ent) / static_cast<double>(std::max<std::int64_t>(t, 1));
+  }
+  loss = loss / static_cast<double>(eps.size());
+  double value = loss.item<double>();
+  impl_->step(loss);
+  return value;
+}
+
+double policy::recompute_log_prob(const problem& pb, const episode& ep) {
+  torch::NoGradGuard ng;
+  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
+  auto st = impl_->model->terms(e, et, ep.temperature);
+  return (st.sel_taken.to(torch::kDouble).sum() + st.plc_taken.to(torch::kDouble).sum()).item<double>();
+}
+
+void policy::save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  try {
+    torch::serialize::OutputArchive ar, net_ar, adam_ar;
+    const auto& o = impl_->opt;
+    ar.write("doppler_format", torch::tensor(std::int64_t{1}));
+    ar.write("options", torch::tensor({std::int64_t{o.hidden}, std::int64_t{o.steps},
+                                       std::int64_t{o.proj}, std::int64_t{o.mlp}}));
+    impl_->model->save(net_ar);
+    impl_->adam->save(adam_ar);
+    ar.write("net", net_ar);
+    ar.write("adam", adam_ar);
+    ar.save_to(tmp);
+    std::filesystem::rename(tmp, path);
+  } catch (const std::exception& ex) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw error(errc::io, path, "", std::string("cannot write checkpoint: ") + ex.what());
+  }
+}
+
+policy policy::load(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw error(errc::io, path, "", "no such checkpoint file");
+  try {
+    torch::serialize::InputArchive ar, net_ar, adam_ar;
+    ar.load_from(path);
+    torch::Tensor fmt, opts;
+    if (!ar.try_read("doppler_format", fmt) || fmt.item<std::int64_t>() != 1 || !ar.try_read("options", opts) ||
+        opts.numel() != 4)
+      throw error(errc::bad_format_tag, path, "", "not a doppler policy checkpoint (format 1)");
+    auto a = opts.accessor<std::int64_t, 1>();
+    policy_options o;
+    o.hidden = static_cast<int>(a[0]);
+    o.steps = static_cast<int>(a[1]);
+    o.proj = static_cast<int>(a[2]);
+    o.mlp = static_cast<int>(a[3]);
+    policy pol(o);
+    ar.read("net", net_ar);
+    pol.impl_->model->load(net_ar);
+    if (ar.try_read("adam", adam_ar)) pol.impl_->adam->load(adam_ar);
+    return pol;
+  } catch (const error&) {
+    throw;
+  } catch (const std::exception& ex) {
+    throw error(errc::bad_value, path, "", std::string("cannot read checkpoint: ") + ex.what());
+  }
+}
+
+}  // namespace doppler::learner

@@ -1,0 +1,135 @@
+// Phases I and II (trainer.hpp).
+#include <doppler/learner/trainer.hpp>
+
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/placer.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace doppler::learner {
+
+namespace {
+
+/// Linear schedule from a to b over [0, 1].
+double lerp(double a, double b, double x) { return a + (b - a) * std::clamp(x, 0.0, 1.0); }
+
+/// SplitMix64: independent rollout seeds from one training seed.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+double score(const problem& pb, const placement& p, const sim_options& opt) {
+  return simulate(pb.g(), pb.c(), p, pb.cm(), opt).makespan;
+}
+
+double teacher_agreement(policy& pol, const problem& pb) {
+  rollout_options o;
+  o.teacher = true;
+  auto ep = pol.rollout(pb, o);
+  return ep.steps() ? static_cast<double>(ep.both_agree) / static_cast<double>(ep.steps()) : 1.0;
+}
+
+train_result train(policy& pol, const problem& pb, const train_options& opt) {
+  if (opt.batch < 1) throw error(errc::bad_argument, "learner: batch must be >= 1");
+  if (opt.il_episodes < 0 || opt.rl_episodes < 0)
+    throw error(errc::bad_argument, "learner: episode counts must be >= 0");
+  train_result res;
+  res.cp_makespan = score(pb, cp_place(pb.g(), pb.c(), pb.cm(), 0, nullptr, pb.respect_memory()), opt.sim);
+  res.lower_bound = makespan_lower_bound(pb.g(), pb.c(), pb.cm(), opt.sim);
+  res.best = pol.place(pb);
+  res.best_makespan = res.initial_greedy_makespan = score(pb, res.best, opt.sim);
+
+  int episode_no = 0;
+  auto record = [&](const episode& ep, const char* phase, double loss, double agreement) {
+    double ms = score(pb, ep.result, opt.sim);
+    if (ms < res.best_makespan) {
+      res.best_makespan = ms;
+      res.best = ep.result;
+    }
+    train_row row{++episode_no, phase, ms, res.best_makespan, loss, agreement};
+    res.curve.push_back(row);
+    if (opt.on_episode) opt.on_episode(row);
+  };
+
+  // Phase I: the learner's ε-greedy rollouts, labelled with the teacher's tie sets at every visited
+  // state; the update raises the log-probability of every tied teacher action.
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<episode> batch;
+  for (int done = 0; done < opt.il_episodes;) {
+    const double x = opt.il_episodes > 1 ? static_cast<double>(done) / (opt.il_episodes - 1) : 1.0;
+    pol.set_learning_rate(opt.il_lr * lerp(1.0, opt.lr_final, x));
+    const double eps = lerp(opt.il_epsilon, opt.il_epsilon_final, x);
+    const int b = std::min(opt.batch, opt.il_episodes - done);
+    batch.clear();
+    for (int i = 0; i < b; ++i) {
+      auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + static_cast<std::uint64_t>(done + i)), 1.0, eps);
+      // The policy's own greedy action (DAgger), a uniform random one with probability ε.
+      o.greedy = true;
+      o.teacher = true;
+      batch.push_back(pol.rollout(pb, o));
+    }
+    double loss = pol.imitation_update(pb, batch);
+    for (const auto& ep : batch)
+      record(ep, "il", loss, ep.steps() ? static_cast<double>(ep.both_agree) / ep.steps() : 1.0);
+    done += b;
+  }
+  res.il_seconds = seconds_since(t0);
+  res.final_agreement = teacher_agreement(pol, pb);
+
+  // Phase II: REINFORCE with the running mean of all costs so far as the baseline; the advantage is
+  // relative, (baseline − cost) / baseline, so the step size does not depend on the time unit.
+  t0 = std::chrono::steady_clock::now();
+  double cost_sum = 0;
+  std::size_t cost_n = 0;
+  std::vector<double> costs, adv;
+  for (int done = 0; done < opt.rl_episodes;) {
+    const double x = opt.rl_episodes > 1 ? static_cast<double>(done) / (opt.rl_episodes - 1) : 1.0;
+    pol.set_learning_rate(opt.rl_lr * lerp(1.0, opt.lr_final, x));
+    const int b = std::min(opt.batch, opt.rl_episodes - done);
+    batch.clear();
+    costs.clear();
+    for (int i = 0; i < b; ++i) {
+      auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + 0x5bd1e995ULL + static_cast<std::uint64_t>(done + i)),
+                                       opt.temperature, opt.rl_epsilon);
+      batch.push_back(pol.rollout(pb, o));
+      costs.push_back(score(pb, batch.back().result, opt.sim));
+    }
+    double baseline = 0;
+    if (cost_n == 0) {
+      for (double c : costs) baseline += c;
+      baseline /= static_cast<double>(costs.size());
+    } else {
+      baseline = cost_sum / static_cast<double>(cost_n);
+    }
+    adv.clear();
+    for (double c : costs) adv.push_back(baseline > 0 ? (baseline - c) / baseline : 0.0);
+    double loss = pol.reinforce_update(pb, batch, adv, opt.gamma, lerp(opt.entropy, opt.entropy_final, x));
+    for (double c : costs) {
+      cost_sum += c;
+      ++cost_n;
+    }
+    for (const auto& ep : batch) record(ep, "rl", loss, -1);
+    done += b;
+  }
+  res.rl_seconds = seconds_since(t0);
+  auto greedy = pol.place(pb);
+  res.greedy_makespan = score(pb, greedy, opt.sim);
+  if (res.greedy_makespan < res.best_makespan) {
+    res.best_makespan = res.greedy_makespan;
+    res.best = greedy;
+  }
+  return res;
+}
+
+}  // namespace doppler::learner
