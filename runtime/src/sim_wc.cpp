@@ -123,7 +123,7 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
     r.events.reserve(n + g.edge_count());
   }
   std::vector<event> heap_storage;
-  heap_storage.reserve(std::min<std::size_t>(n + g.edge_count(), devices * streams + g.edge_count()));
+  heap_storage.reserve(devices * streams + c.links().size() + 1);  // running ops + link list heads
   std::priority_queue<event, std::vector<event>, later> heap(later{}, std::move(heap_storage));
   std::uint64_t seq = 0;
   auto push_event = [&](double t, std::uint32_t payload) {
