@@ -119,7 +119,7 @@ std::pair<device_index, double> parse_straggler(const std::string& s, const clus
 }
 
 void write_svg(const std::string& path, const std::string& title, const nlohmann::json& rows, double lower_bound) {
-  const double w = 760, left = 120, right = 40, bar_h = 22, gap = 10, top = 50;
+  const double w = 800, left = 120, right = 90, bar_h = 22, gap = 10, top = 50;
   double max_v = lower_bound;
   for (auto& r : rows) max_v = std::max(max_v, r["makespan_s"].get<double>() + r["std_s"].get<double>());
   if (max_v <= 0) max_v = 1;
@@ -142,7 +142,7 @@ void write_svg(const std::string& path, const std::string& title, const nlohmann
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 8, y + bar_h * 0.7,
                        esc(r["method"].get<std::string>()));
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#4878a8\"/>\n", left, y, bw, bar_h);
-    if (sd > 0)
+    if (sd > 1e-9 * v)
       svg += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"black\"/>\n",
                          left + (v - sd) * scale, left + (v + sd) * scale, y + bar_h / 2, y + bar_h / 2);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.4g} s</text>\n", left + (v + sd) * scale + 6, y + bar_h * 0.7, v);
