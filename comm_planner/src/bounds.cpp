@@ -156,14 +156,13 @@ lower_bound compute_lower_bound(const network& net, const demand& d) {
     b.cut = ev.describe(best.begin()->second);
     for (auto& [t, s] : best) b.epochs = std::max(b.epochs, ev.epochs(s));
   }
-  double fastest = 0;
-  for (const te_link& l : net.links()) fastest = std::max(fastest, l.bandwidth);
+  // Latency in the epoch model: the fewest epochs any (chunk, destination) needs, times τ (the model
+  // drops α below a tenth of an epoch, so this is the bound its transfer times are measured against).
+  std::int32_t farthest = 0;
   for (const chunk& ch : d.chunks)
-    for (device_index t : ch.destinations) {
-      b.latency_seconds = std::max(b.latency_seconds, c.route_between(ch.source, t).latency +
-                                                          (fastest > 0 ? d.chunk_bytes / fastest : 0));
-      b.epochs = std::max(b.epochs, net.epochs_between(ch.source, t));
-    }
+    for (device_index t : ch.destinations) farthest = std::max(farthest, net.epochs_between(ch.source, t));
+  b.epochs = std::max(b.epochs, farthest);
+  b.latency_seconds = farthest * net.tau();
   b.seconds = std::max(b.cut_seconds, b.latency_seconds);
   return b;
 }

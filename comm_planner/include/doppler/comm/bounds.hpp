@@ -12,7 +12,7 @@ namespace doppler::comm {
 
 struct lower_bound {
   double cut_seconds = 0;      ///< max over cuts S of chunks leaving S × chunk bytes / bandwidth out of S
-  double latency_seconds = 0;  ///< max over (chunk, destination) of the least-α path + chunk / fastest link
+  double latency_seconds = 0;  ///< max over (chunk, destination) of the fewest epochs to get there, × τ
   double seconds = 0;          ///< the larger of the two
   std::int32_t epochs = 0;     ///< the same bounds in whole epochs of the network (a floor for K)
   bool exact_cuts = false;     ///< every node subset was enumerated (≤ 16 nodes)

@@ -1,0 +1,83 @@
+// The astar method (temporal partitioning): the TE-CCL MILP over rounds of ~15 epochs; each round
+// rewards delivery and, for chunks still on their way, holding them closer to their destinations
+// (the distance-to-destination heuristic); holdings, in-flight chunks and link windows carry over
+// to the next round. Whatever a round cannot place (time out, no progress) is finished by routing
+// each remaining (chunk, destination) from its nearest holder, so the method always terminates.
+#include "methods.hpp"
+#include "te_model.hpp"
+
+#include <doppler/runtime/error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace doppler::comm::detail {
+
+method_result plan_astar(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb) {
+  if (!have_solvers())
+    throw error(errc::bad_argument, "method astar is not built: doppler was configured without COIN-OR (CBC/CLP)");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const std::size_t C = d.chunks.size(), D = net.device_count();
+  const std::int32_t R = std::max<std::int32_t>(2, opt.round_epochs);
+  window_spec w = initial_window(net, d, R);
+  std::vector<std::int32_t> held = w.held_from;  // global epochs
+  slot_table slots(net);
+  method_result out;
+  std::int32_t first = 0, rounds = 0, stalled = 0;
+  const double expected_rounds = std::max(1.0, std::ceil(1.5 * std::max(1, lb.epochs) / R));
+  auto left_pending = [&] {
+    return std::count(w.pending.begin(), w.pending.end(), char{1});
+  };
+  while (left_pending() > 0 && elapsed() < opt.time_limit && stalled < 2) {
+    w.first_epoch = first;
+    w.require_all = false;
+    w.prior = &slots;
+    for (std::size_t i = 0; i < C * D; ++i)
+      w.held_from[i] = held[i] >= unreachable_epochs ? unreachable_epochs : held[i] - first;
+    double budget = std::max(1.0, (opt.time_limit - elapsed()) / std::max(1.0, expected_rounds - rounds));
+    window_result r = solve_window(net, d, opt, w, budget);
+    ++rounds;
+    std::size_t before = left_pending();
+    if (r.state == window_result::status::solved) {
+      for (const send& x : r.sends) {
+        slots.take(*net.find_link(x.src, x.dst), x.epoch);
+        out.sends.push_back(x);
+        if (net.is_switch(x.dst)) continue;
+        std::size_t ci = *d.find_chunk(x.chunk);
+        std::int32_t at = x.epoch + net.links()[*net.find_link(x.src, x.dst)].offset;
+        held[ci * D + x.dst] = std::min(held[ci * D + x.dst], at);
+        w.pending[ci * D + x.dst] = 0;
+      }
+    }
+    stalled = static_cast<std::size_t>(left_pending()) < before ? 0 : stalled + 1;
+    first += R;
+  }
+  // Finish what is left by routing from the nearest holder.
+  std::size_t routed = 0;
+  for (std::size_t ci = 0; ci < C; ++ci)
+    for (device_index t : d.chunks[ci].destinations) {
+      if (!w.pending[ci * D + t]) continue;
+      device_index from = d.chunks[ci].source;
+      std::int32_t best = unreachable_epochs;
+      for (device_index v = 0; v < D; ++v)
+        if (held[ci * D + v] < unreachable_epochs && held[ci * D + v] + net.epochs_between(v, t) < best) {
+          best = held[ci * D + v] + net.epochs_between(v, t);
+          from = v;
+        }
+      std::vector<std::uint32_t> path = device_path(net, from, t);
+      std::int32_t ready = held[ci * D + from];
+      std::vector<std::int32_t> fresh(D, unreachable_epochs);
+      fresh[from] = ready;
+      schedule_path(net, slots, d.chunks[ci].id, path, ready, out.sends, &fresh);
+      for (device_index v = 0; v < D; ++v) held[ci * D + v] = std::min(held[ci * D + v], fresh[v]);
+      w.pending[ci * D + t] = 0;
+      ++routed;
+    }
+  out.note = "astar: " + std::to_string(rounds) + " round(s) of " + std::to_string(R) + " epochs" +
+             (routed ? "; " + std::to_string(routed) + " (chunk, destination) pairs routed after the rounds" : "");
+  return out;
+}
+
+}  // namespace doppler::comm::detail
