@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 
 using namespace doppler;
@@ -262,6 +263,8 @@ TEST_CASE("lower bound: critical path on the fastest device vs total work") {
   CHECK(makespan_lower_bound(wide, c, half) == doctest::Approx(8.0 / 3.0));
   CHECK(makespan_lower_bound(wide, c, half, sim_options{}.with_model(sim_model::simple)) ==
         doctest::Approx(4.0 / 3.0));
+  // A straggler counts at its slowed rate: the fast device at 1/4 speed leaves the slow one fastest.
+  CHECK(makespan_lower_bound(chain, c, cm, sim_options{}.with_straggler(1, 4)) == doctest::Approx(6.0));
   // Every placement of the chain meets the bound; the all-fast one reaches it.
   auto all_fast = place(chain, {{"a", 1}, {"b", 1}, {"c", 1}});
   CHECK(simulate(chain, c, all_fast, cm).makespan == doctest::Approx(3.0));
@@ -421,6 +424,26 @@ TEST_CASE("chrome trace: one process per device and link, ops and transfers as c
   }
   CHECK(ops == 4);
   CHECK(transfers == 2);
+  // Viewers nest the events of one thread: events on one (pid, tid) must not overlap.
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X")
+      tracks[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+          {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+  for (auto& [track, spans] : tracks) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i) CHECK(spans[i].first >= spans[i - 1].second - 1e-6);
+  }
+  CHECK(tracks.size() == 4);  // nothing overlaps here: one thread per device and per link
+  // Three concurrent ops on one device go to three threads.
+  auto wide = make_graph({syn("x", {}, 1e12, 8), syn("y", {}, 1e12, 8), syn("z", {}, 1e12, 8)});
+  auto rw = simulate(wide, c, place(wide, {{"x", 0}, {"y", 0}, {"z", 0}}), cm,
+                     sim_options{}.with_trace().with_streams(3));
+  std::set<int> tids;
+  auto jw = nlohmann::json::parse(chrome_trace(wide, c, rw, "simulator"));
+  for (const auto& e : jw["traceEvents"])
+    if (e["ph"] == "X") tids.insert(e["tid"].get<int>());
+  CHECK(tids.size() == 3);
   CHECK(names.size() == 4);  // 2 devices + the 2 directed links used
   CHECK(names[1] == "d0 (gpu)");
 }
