@@ -103,10 +103,10 @@ void add_train(CLI::App& app) {
     std::cout << fmt::format(
         "cp {:.6g} s, lower bound {:.6g} s\n"
         "initial greedy {:.6g} s; after training: greedy {:.6g} s ({:.3f}x cp), best {:.6g} s ({:.3f}x cp)\n"
-        "teacher agreement after phase I {:.1f}%\n"
+        "teacher agreement after phase I {:.1f}% (SEL {:.1f}%, PLC {:.1f}%)\n"
         "phase I {:.1f} s, phase II {:.1f} s ({:.1f} ms per episode); wrote {}\n",
         r.cp_makespan, r.lower_bound, r.initial_greedy_makespan, r.greedy_makespan, r.greedy_makespan / r.cp_makespan,
-        r.best_makespan, r.best_makespan / r.cp_makespan, 100 * r.final_agreement, r.il_seconds, r.rl_seconds,
+        r.best_makespan, r.best_makespan / r.cp_makespan, 100 * r.final_agreement, 100 * r.final_sel_agreement, 100 * r.final_plc_agreement, r.il_seconds, r.rl_seconds,
         eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0, o->out);
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve));
     if (!o->svg.empty())

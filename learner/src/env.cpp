@@ -87,6 +87,11 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
     o[static_cast<int>(device_feature::est)] = static_cast<float>(est_[d] * s);
     o[static_cast<int>(device_feature::est_gap)] =
         fits_[d] && n_valid ? static_cast<float>((est_[d] - best) * s) : 0.0f;
+    std::size_t smaller = 0;
+    for (device_index k = 0; k < n_dev; ++k)
+      if (fits_[k] && est_[k] < est_[d] && !same(est_[k], est_[d])) ++smaller;
+    o[static_cast<int>(device_feature::est_rank)] =
+        fits_[d] && n_valid ? static_cast<float>(smaller) / static_cast<float>(n_valid) : 0.0f;
     valid[d] = fits_[d];
   }
   return n_valid;

@@ -103,7 +103,7 @@ episode_tensors make_episode_tensors(const episode& ep, std::size_t n_ops, std::
 
 net_impl::net_impl(const policy_options& o) : opt(o) {
   const int h = o.hidden, p = o.proj, m = o.mlp;
-  in = register_module("in", torch::nn::Linear(node_feature_count, h));
+  in = register_module("input_proj", torch::nn::Linear(node_feature_count, h));
   edge1 = register_module("edge1", torch::nn::Linear(edge_feature_count, 32));
   edge2 = register_module("edge2", torch::nn::Linear(32, h * h));
   root = register_module("root", torch::nn::Linear(h, h));

@@ -33,11 +33,14 @@ double score(const problem& pb, const placement& p, const sim_options& opt) {
   return simulate(pb.g(), pb.c(), p, pb.cm(), opt).makespan;
 }
 
-double teacher_agreement(policy& pol, const problem& pb) {
+agreement teacher_agreement(policy& pol, const problem& pb) {
   rollout_options o;
   o.teacher = true;
   auto ep = pol.rollout(pb, o);
-  return ep.steps() ? static_cast<double>(ep.both_agree) / static_cast<double>(ep.steps()) : 1.0;
+  if (ep.steps() == 0) return {1, 1, 1};
+  const auto t = static_cast<double>(ep.steps());
+  return {static_cast<double>(ep.sel_agree) / t, static_cast<double>(ep.plc_agree) / t,
+          static_cast<double>(ep.both_agree) / t};
 }
 
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
@@ -85,7 +88,10 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
     done += b;
   }
   res.il_seconds = seconds_since(t0);
-  res.final_agreement = teacher_agreement(pol, pb);
+  auto agree = teacher_agreement(pol, pb);
+  res.final_agreement = agree.both;
+  res.final_sel_agreement = agree.sel;
+  res.final_plc_agreement = agree.plc;
 
   // Phase II: REINFORCE with the running mean of all costs so far as the baseline; the advantage is
   // relative, (baseline − cost) / baseline, so the step size does not depend on the time unit.

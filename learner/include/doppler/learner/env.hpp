@@ -14,7 +14,8 @@
 namespace doppler::learner {
 
 /// Columns of PLC's device features for op v on device d, in order (times divided by the graph's
-/// critical-path length `graph_features::time_scale`):
+/// critical-path length `graph_features::time_scale`; the last two are additions to the paper's
+/// list that make cp's rule scale-free to learn):
 enum class device_feature : std::uint8_t {
   load,            ///< total compute already assigned to d
   pred_compute,    ///< compute of v's predecessors on d
@@ -22,8 +23,9 @@ enum class device_feature : std::uint8_t {
   pred_end,        ///< latest end of v's predecessors on d (0 if none)
   est,             ///< v's earliest start time on d, transfers included (cp's EST)
   est_gap,         ///< est − the minimum est over valid devices (0 on cp's choices)
+  est_rank,        ///< fraction of valid devices with a strictly smaller est (0 on cp's choices)
 };
-inline constexpr int device_feature_count = 6;
+inline constexpr int device_feature_count = 7;
 
 class assignment_env {
  public:

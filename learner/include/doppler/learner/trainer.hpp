@@ -26,7 +26,7 @@ struct train_options {
   int il_episodes = 200;        ///< phase I episodes
   int rl_episodes = 400;        ///< phase II episodes
   int batch = 4;                ///< episodes per update
-  double il_lr = 2e-3;          ///< phase I Adam learning rate (decays linearly to lr_final × it)
+  double il_lr = 1e-2;          ///< phase I Adam learning rate (decays linearly to lr_final × it)
   double rl_lr = 5e-4;          ///< phase II Adam learning rate (decays linearly to lr_final × it)
   double lr_final = 0.2;        ///< learning-rate fraction reached at the end of each phase
   double il_epsilon = 0.3;      ///< phase I ε-greedy exploration at the start ...
@@ -58,6 +58,7 @@ struct train_result {
   double lower_bound = 0;         ///< makespan_lower_bound for the simulator options
   double il_seconds = 0, rl_seconds = 0;
   double final_agreement = 0;     ///< greedy rollout's teacher agreement after phase I (both choices)
+  double final_sel_agreement = 0, final_plc_agreement = 0;  ///< the same per choice
 };
 
 /// Simulated makespan of a placement under `opt`.
@@ -66,7 +67,11 @@ double score(const problem& pb, const placement& p, const sim_options& opt);
 /// Runs phase I then phase II on one problem, updating `pol` in place.
 train_result train(policy& pol, const problem& pb, const train_options& opt);
 
-/// Fraction of steps of a greedy rollout on which both choices were in the teacher's tie sets.
-double teacher_agreement(policy& pol, const problem& pb);
+/// Fractions of the steps of a greedy rollout on which SEL's op, PLC's device, and both, were in
+/// the teacher's tie sets.
+struct agreement {
+  double sel = 0, plc = 0, both = 0;
+};
+agreement teacher_agreement(policy& pol, const problem& pb);
 
 }  // namespace doppler::learner

@@ -1,0 +1,163 @@
+// Learner features and the assignment environment against hand-worked values and the cp teacher.
+#include <doppler/learner/env.hpp>
+#include <doppler/learner/features.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/placer.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+using namespace doppler;
+using namespace doppler::learner;
+
+namespace {
+
+op_spec synth(std::string id, std::vector<std::string> inputs, double flops, double bytes) {
+  op_spec s;
+  s.id = std::move(id);
+  s.kind = op_kind::synthetic;
+  s.inputs = std::move(inputs);
+  s.flops = flops;
+  s.bytes = bytes;
+  return s;
+}
+
+/// a → b, a → c, b → d, c → d. On doppler-paper:2 (1e10 FLOP/s, 1e10 B/s, no latency) the node
+/// costs are a 2, b 1, c 3, d 1 s and the comm costs a 1, b 3, c 1, d 2 s.
+graph diamond() {
+  graph_builder b("diamond");
+  b.add(synth("a", {}, 2e10, 1e10));
+  b.add(synth("b", {"a"}, 1e10, 3e10));
+  b.add(synth("c", {"a"}, 3e10, 1e10));
+  b.add(synth("d", {"b", "c"}, 1e10, 2e10));
+  return std::move(b).build();
+}
+
+double raw(const graph_features& f, op_index v, node_feature k) {
+  return f.raw[v * node_feature_count + static_cast<int>(k)];
+}
+
+}  // namespace
+
+TEST_CASE("features of a hand-worked diamond") {
+  graph g = diamond();
+  cluster c = make_preset("doppler-paper:2");
+  cost_model cm;
+  auto f = compute_features(g, c, cm);
+  REQUIRE(f.ops == 4);
+  // compute, bottom level, top level, Σ comm of predecessors, out-degree × comm
+  const double want[4][5] = {{2, 8, 0, 0, 2}, {1, 5, 3, 1, 3}, {3, 5, 3, 1, 1}, {1, 1, 7, 4, 0}};
+  for (op_index v = 0; v < 4; ++v)
+    for (int k = 0; k < node_feature_count; ++k)
+      CHECK(raw(f, v, static_cast<node_feature>(k)) == doctest::Approx(want[v][k]));
+  // Every column z-scored: mean 0, population σ 1; compute (2, 1, 3, 1): mean 1.75, σ √0.6875.
+  for (int k = 0; k < node_feature_count; ++k) {
+    double mean = 0, var = 0;
+    for (op_index v = 0; v < 4; ++v) mean += f.z[v * node_feature_count + k];
+    mean /= 4;
+    for (op_index v = 0; v < 4; ++v) var += std::pow(f.z[v * node_feature_count + k] - mean, 2);
+    CHECK(mean == doctest::Approx(0).epsilon(1e-6));
+    CHECK(var / 4 == doctest::Approx(1).epsilon(1e-5));
+  }
+  CHECK(f.z[0] == doctest::Approx((2 - 1.75) / std::sqrt(0.6875)).epsilon(1e-6));
+  // Bidirectional edges: 4 forward (comm of source 1, 1, 3, 1 z-scored, +1) then 4 reverse (−1).
+  REQUIRE(f.msg_src.size() == 8);
+  CHECK(f.msg_src[0] == 0);
+  CHECK(f.msg_dst[0] == 1);
+  CHECK(f.msg_src[4] == 1);
+  CHECK(f.msg_dst[4] == 0);
+  const double sd = std::sqrt(0.75);  // comm (1, 1, 3, 1): mean 1.5, σ² 0.75
+  for (int e = 0; e < 8; ++e) {
+    double comm = g[f.msg_src[e < 4 ? e : e - 4]].bytes / 1e10;
+    CHECK(f.msg_feat[e * edge_feature_count] == doctest::Approx((comm - 1.5) / sd).epsilon(1e-6));
+    CHECK(f.msg_feat[e * edge_feature_count + 1] == (e < 4 ? 1.0f : -1.0f));
+  }
+  // Longest paths: a → b (tie with c, first successor) → d; d ← b (tie, first predecessor) ← a.
+  CHECK(f.down_next[0] == 1);
+  CHECK(f.down_next[1] == 3);
+  CHECK(f.down_next[3] == 3);
+  CHECK(f.up_prev[3] == 1);
+  CHECK(f.up_prev[2] == 0);
+  CHECK(f.up_prev[0] == 0);
+  CHECK(f.max_path_ops == 3);
+  CHECK(f.time_scale == doctest::Approx(8));
+}
+
+TEST_CASE("z_score of a constant column is zero") {
+  std::vector<float> out;
+  z_score({3, 3, 3}, out);
+  CHECK(out == std::vector<float>{0, 0, 0});
+  z_score({}, out);
+  CHECK(out.empty());
+}
+
+TEST_CASE("environment: device features, readiness and errors on the diamond") {
+  graph g = diamond();
+  cluster c = make_preset("doppler-paper:2");
+  cost_model cm;
+  auto f = compute_features(g, c, cm);
+  assignment_env env(g, c, cm, f);
+  REQUIRE(env.ready().size() == 1);
+  CHECK(env.ready()[0] == 0);
+  CHECK_THROWS_AS(env.assign(1, 0), error);  // b is not ready
+  env.assign(0, 0);                          // a on device 0: runs 0..2
+  CHECK(env.ready().size() == 2);
+  env.assign(2, 1);  // c on device 1: starts at 2 + 1 (a's transfer), ends at 6
+  std::vector<float> feat(2 * device_feature_count);
+  std::vector<std::uint8_t> valid(2);
+  CHECK(env.device_features(1, feat, valid) == 2);  // b: pred a on 0 (0..2)
+  auto at = [&](int d, device_feature k) { return feat[d * device_feature_count + static_cast<int>(k)] * 8.0; };
+  CHECK(at(0, device_feature::load) == doctest::Approx(2));
+  CHECK(at(1, device_feature::load) == doctest::Approx(3));
+  CHECK(at(0, device_feature::pred_compute) == doctest::Approx(2));
+  CHECK(at(1, device_feature::pred_compute) == doctest::Approx(0));
+  CHECK(at(0, device_feature::pred_start) == doctest::Approx(0));
+  CHECK(at(0, device_feature::pred_end) == doctest::Approx(2));
+  CHECK(at(0, device_feature::est) == doctest::Approx(2));  // device 0 free at 2, a local
+  CHECK(at(1, device_feature::est) == doctest::Approx(6));  // device 1 busy until 6
+  CHECK(at(0, device_feature::est_gap) == doctest::Approx(0));
+  CHECK(at(1, device_feature::est_gap) == doctest::Approx(4));
+  CHECK(at(0, device_feature::est_rank) == doctest::Approx(0));
+  CHECK(at(1, device_feature::est_rank) == doctest::Approx(0.5 * 8));  // a fraction, not a time
+  std::vector<device_index> devs;
+  env.teacher_devices(1, devs);
+  CHECK(devs == std::vector<device_index>{0});
+  env.assign(1, 0);
+  env.assign(3, 0);
+  CHECK(env.done());
+  CHECK_NOTHROW(check_placement(env.result(), g, c));
+  CHECK(env.schedule_end() == doctest::Approx(6 + 1 + 1));  // d waits for c's transfer (1 s), runs 1 s
+}
+
+TEST_CASE("environment teacher equals cp_place's tie sets along cp's own trajectory") {
+  for (const char* name : {"chain_mm_112nodes.txt", "ffnn_192nodes.txt", "transformer_block_215nodes.txt"}) {
+    CAPTURE(name);
+    graph g = load_graph(std::string(DOPPLER_PAPER_DIR) + "/" + name);
+    cluster c = make_preset("doppler-paper:4");
+    cost_model cm;
+    std::vector<cp_decision> dec;
+    placement cp = cp_place(g, c, cm, 7, &dec);
+    auto f = compute_features(g, c, cm);
+    assignment_env env(g, c, cm, f);
+    std::vector<op_index> ops;
+    std::vector<device_index> devs;
+    std::vector<float> feat(c.device_count() * device_feature_count);
+    std::vector<std::uint8_t> valid(c.device_count());
+    for (const auto& d : dec) {
+      env.teacher_ops(ops);
+      CHECK(ops == d.tied_ops);
+      env.device_features(d.op, feat, valid);
+      env.teacher_devices(d.op, devs);
+      CHECK(devs == d.tied_devices);
+      for (device_index k : devs)  // cp's choices have zero gap and rank
+        CHECK(feat[k * device_feature_count + static_cast<int>(device_feature::est_rank)] == 0.0f);
+      env.assign(d.op, d.device);
+    }
+    CHECK(env.done());
+    CHECK(env.result().device == cp.device);
+    CHECK(env.result().order == cp.order);
+  }
+}

@@ -1,0 +1,76 @@
+// Training phases on small paper graphs (seeded): imitation reaches the teacher, REINFORCE improves
+// on its initial policy, the curve files are well formed.
+#include <doppler/learner/curve.hpp>
+#include <doppler/learner/trainer.hpp>
+#include <doppler/runtime/graph_io.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+using namespace doppler;
+using namespace doppler::learner;
+
+namespace {
+
+graph paper(const char* name) { return load_graph(std::string(DOPPLER_PAPER_DIR) + "/" + name); }
+
+double mean(const std::vector<train_row>& rows, std::size_t from, std::size_t to) {
+  double s = 0;
+  for (std::size_t i = from; i < to; ++i) s += rows[i].makespan;
+  return s / static_cast<double>(to - from);
+}
+
+}  // namespace
+
+TEST_CASE("phase I: imitation drives agreement with cp to >= 90%") {
+  graph g = paper("ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c, cm);
+  policy pol(policy_options().with_seed(1));
+  auto before = teacher_agreement(pol, pb);
+  train_options o;
+  o.with_il(100).with_rl(0).with_seed(1).with_model(sim_model::simple);
+  auto r = train(pol, pb, o);
+  CHECK(before.both < 0.6);
+  CHECK(r.final_agreement >= 0.9);
+  CHECK(r.final_sel_agreement >= 0.9);
+  CHECK(r.final_plc_agreement >= 0.9);
+  REQUIRE(r.curve.size() == 100);
+  CHECK(r.curve.front().phase == "il");
+  CHECK(r.curve.back().agreement > r.curve.front().agreement);
+  // Following the teacher gives cp's makespan (ties aside) on this graph.
+  CHECK(r.greedy_makespan <= 1.05 * r.cp_makespan);
+  CHECK(r.greedy_makespan < r.initial_greedy_makespan);
+  CHECK(r.lower_bound <= r.best_makespan);
+}
+
+TEST_CASE("phase II: REINFORCE improves makespan over its initial policy") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c, cm);
+  policy pol(policy_options().with_hidden(32).with_steps(3).with_seed(2));
+  train_options o;
+  o.with_il(0).with_rl(240).with_batch(8).with_seed(2).with_model(sim_model::simple);
+  o.rl_lr = 3e-3;
+  auto r = train(pol, pb, o);
+  REQUIRE(r.curve.size() == 240);
+  const double first = mean(r.curve, 0, 40), last = mean(r.curve, 200, 240);
+  MESSAGE("sampled mean makespan: first 40 episodes " << first << ", last 40 " << last << "; greedy "
+          << r.initial_greedy_makespan << " -> " << r.greedy_makespan << "; cp " << r.cp_makespan);
+  CHECK(last < 0.9 * first);
+  CHECK(r.greedy_makespan < r.initial_greedy_makespan);
+  for (std::size_t i = 1; i < r.curve.size(); ++i) CHECK(r.curve[i].best <= r.curve[i - 1].best);
+
+  auto csv = curve_csv(r.curve);
+  CHECK(csv.rfind("episode,phase,makespan,best,loss,agreement\n", 0) == 0);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 241);
+  auto svg = curve_svg(r.curve, r.cp_makespan, r.lower_bound, "t<1>");
+  CHECK(svg.find("<svg") == 0);
+  CHECK(svg.find("t&lt;1&gt;") != std::string::npos);
+  CHECK(svg.find("polyline") != std::string::npos);
+}
