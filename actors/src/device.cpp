@@ -1,4 +1,4 @@
-// The device actor (protocol.hpp): buffers, priority ready queue, worker threads, peer copies.
+// The device actor (protocol.hpp): buffers, worker threads with a priority ready queue, peer copies.
 
 #include <doppler/actors/device.hpp>
 #include <doppler/actors/run_plan.hpp>
@@ -9,7 +9,7 @@
 
 #include <chrono>
 #include <functional>
-#include <queue>
+#include <algorithm>
 #include <utility>
 
 namespace doppler::actors {
@@ -36,9 +36,7 @@ struct device_state {
   std::vector<std::shared_ptr<const tensor>> buf;  // buf[op]: op's output held on this device
   std::vector<std::uint32_t> refs;                 // uses left before buf[op] can go
   std::uint64_t bytes = 0;
-  using entry = std::pair<std::uint32_t, op_index>;  // (rank, op)
-  std::priority_queue<entry, std::vector<entry>, std::greater<>> ready;
-  int running = 0;
+  std::vector<op_done_msg> done;  // completions not yet reported
 
   static inline const char* name = "doppler.device";
 
@@ -65,8 +63,8 @@ struct device_state {
     refs.clear();
     refs.shrink_to_fit();
     bytes = 0;
-    ready = {};
-    running = 0;
+    if (streams) streams->drop_queued();
+    done.clear();
     dispatcher = nullptr;
   }
 };
@@ -81,10 +79,16 @@ void on_kernel_done(device_pointer self, op_index i, std::int64_t start, std::in
   std::uint32_t uses = plan.consumers_on(i, st.opt.index) +
                        static_cast<std::uint32_t>(plan.remote_dests(i).size());
   if (out) st.store(i, std::move(out), uses);
-  self->send(st.dispatcher, op_done_msg{st.run, i, st.opt.index, start, end});
+  st.done.push_back(op_done_msg{st.run, i, st.opt.index, start, end});
 }
 
-void pump(device_pointer self);
+/// Reports the batched completions once the mailbox is drained (or the batch is large).
+void flush_done(device_pointer self) {
+  auto& st = self->state;
+  if (st.done.empty() || (st.done.size() < 256 && !self->mailbox().empty())) return;
+  self->send(st.dispatcher, std::move(st.done));
+  st.done = {};
+}
 
 void launch(device_pointer self, op_index i) {
   auto& st = self->state;
@@ -112,9 +116,8 @@ void launch(device_pointer self, op_index i) {
     }
     return;
   }
-  ++st.running;
   device_actor me = self;
-  st.streams->post([me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
+  st.streams->post(st.plan->rank[i], [me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
                     dev = st.opt.index] {
     std::vector<const tensor*> ptrs;
     ptrs.reserve(args.size());
@@ -129,15 +132,6 @@ void launch(device_pointer self, op_index i) {
       caf::anon_send(me, op_failed_msg{plan->run, i, dev, "unknown exception"});
     }
   });
-}
-
-void pump(device_pointer self) {
-  auto& st = self->state;
-  while (st.active && !st.ready.empty() && st.running < st.opt.streams) {
-    op_index i = st.ready.top().second;
-    st.ready.pop();
-    launch(self, i);
-  }
 }
 
 device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
@@ -158,11 +152,16 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         st.refs.assign(ref.ptr->size(), 0);
         return caf::ok_atom::value;
       },
-      [=](execute_atom, std::uint64_t run, op_index i) {
+      [=](execute_atom, std::uint64_t run, std::vector<op_index>& ops) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
-        st.ready.emplace(st.plan->rank[i], i);
-        pump(self);
+        // The ready queue is the worker pool's, ordered by the placement's priority; `streams`
+        // workers take from it. (Inline backends run the batch in priority order now.)
+        const auto& rank = st.plan->rank;
+        if (ops.size() > 1)
+          std::sort(ops.begin(), ops.end(), [&](op_index a, op_index b) { return rank[a] < rank[b]; });
+        for (op_index i : ops) launch(self, i);
+        flush_done(self);
       },
       [=](send_atom, std::uint64_t run, op_index i, device_index dst) {
         auto& st = self->state;
@@ -174,6 +173,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         }
         self->send(st.plan->devices[dst], tensor_atom::value, run, i, st.opt.index, tensor_ref{st.buf[i]});
         st.release_use(i);
+        flush_done(self);
       },
       [=](tensor_atom, std::uint64_t run, op_index i, device_index src, tensor_ref& t) {
         auto& st = self->state;
@@ -181,26 +181,25 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         if (st.opt.kernels->runs_inline()) {  // null backend: the copy is the pointer
           auto start = now_ns();
           self->send(self, copy_done_msg{run, i, src, start, now_ns(), std::move(t)});
-          return;
+          return flush_done(self);
         }
         device_actor me = self;
-        st.copier->post([me, run, i, src, in = std::move(t.ptr)] {
+        st.copier->post(0, [me, run, i, src, in = std::move(t.ptr)] {
           auto start = now_ns();
           auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
           caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
         });
+        flush_done(self);
       },
       [=](kernel_done_msg& m) {
         auto& st = self->state;
         if (!st.active || m.run != st.run) return;
-        --st.running;
         on_kernel_done(self, m.op, m.start_ns, m.end_ns, std::move(m.out.ptr));
-        pump(self);
+        flush_done(self);
       },
       [=](op_failed_msg& m) {
         auto& st = self->state;
         if (!st.active || m.run != st.run) return;
-        --st.running;
         m.device = st.opt.index;
         self->send(st.dispatcher, std::move(m));
       },
@@ -211,6 +210,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         if (m.copy.ptr) st.store(m.op, std::move(m.copy.ptr), st.plan->consumers_on(m.op, st.opt.index));
         self->send(st.dispatcher,
                    transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
+        flush_done(self);
       },
       [=](collect_atom, std::uint64_t run) {
         auto& st = self->state;

@@ -32,6 +32,8 @@ struct dispatcher_state {
   std::vector<std::uint32_t> level_off, level_ops;
   std::uint32_t level = 0;
   std::size_t outstanding = 0;
+  std::vector<std::vector<op_index>> to_execute;  // per device: ready ops not yet sent
+  std::size_t buffered = 0;
 
   static inline const char* name = "doppler.dispatcher";
 
@@ -68,7 +70,21 @@ void fail(dispatcher_pointer self, op_index i, device_index d, const std::string
 void dispatch(dispatcher_pointer self, op_index i) {
   auto& st = self->state;
   st.state[i] = op_state::dispatched;
-  self->send(st.plan->devices[st.plan->device_of(i)], execute_atom::value, st.plan->run, i);
+  st.to_execute[st.plan->device_of(i)].push_back(i);
+  ++st.buffered;
+}
+
+/// Sends the ready ops, one message per device, once the mailbox is drained (or many are waiting):
+/// under load this batches, when idle every op goes out at once.
+void flush(dispatcher_pointer self) {
+  auto& st = self->state;
+  if (st.buffered == 0 || st.finished || (st.buffered < 64 && !self->mailbox().empty())) return;
+  for (device_index d = 0; d < st.to_execute.size(); ++d) {
+    if (st.to_execute[d].empty()) continue;
+    self->send(st.plan->devices[d], execute_atom::value, st.plan->run, std::move(st.to_execute[d]));
+    st.to_execute[d] = {};
+  }
+  st.buffered = 0;
 }
 
 /// In wc mode an op goes to its device the moment its last input is there.
@@ -140,6 +156,28 @@ void maybe_done(dispatcher_pointer self) {
   if (st.ops_done == st.plan->size() && st.transfers_open == 0) collect_and_finish(self);
 }
 
+void op_done(dispatcher_pointer self, const op_done_msg& m) {
+  auto& st = self->state;
+  const auto& p = *st.plan;
+  op_index i = m.op;
+  st.state[i] = op_state::done;
+  ++st.ops_done;
+  double a = st.seconds(m.start_ns), b = st.seconds(m.end_ns);
+  st.report.makespan = std::max(st.report.makespan, b);
+  st.intervals[m.device].emplace_back(a, b);
+  if (p.record_trace)
+    st.report.events.push_back(trace_event{trace_event::kind::op, i, m.device, 0, a, b});
+  for (op_index s : p.g->succs(i))
+    if (p.device_of(s) == m.device) input_arrived(self, s);
+  for (device_index dst : p.remote_dests(i)) {
+    ++st.transfers_open;
+    if (p.mode == exec_mode::bsp) ++st.outstanding;
+    self->send(p.devices[m.device], send_atom::value, p.run, i, dst);
+  }
+  if (p.mode == exec_mode::bsp) --st.outstanding;
+  maybe_done(self);
+}
+
 dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
                                                 std::shared_ptr<const run_plan> plan) {
   auto& st0 = self->state;
@@ -179,6 +217,7 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         st.state.assign(n, op_state::waiting);
         for (op_index i = 0; i < n; ++i) st.remaining[i] = static_cast<std::uint32_t>(g.preds(i).size());
         st.intervals.assign(p.c->device_count(), {});
+        st.to_execute.assign(p.c->device_count(), {});
         st.report.link_bytes.assign(p.c->links().size(), 0.0);
         if (p.record_trace) st.report.events.reserve(n + p.remote_dest.size());
         for (auto& d : p.devices) self->monitor(d);
@@ -208,33 +247,21 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
                       for (op_index i = 0; i < s.plan->size(); ++i)
                         if (s.remaining[i] == 0) dispatch(self, i);
                     }
+                    s.buffered = std::max<std::size_t>(s.buffered, 64);  // send now
+                    flush(self);
                   },
                   [=](caf::error& err) {
                     fail(self, 0, 0, "device did not take the plan: " + self->system().render(err));
                   });
         return st.promise;
       },
-      [=](op_done_msg& m) {
-        auto& st = self->state;
-        if (st.finished || m.run != st.plan->run) return;
-        const auto& p = *st.plan;
-        op_index i = m.op;
-        st.state[i] = op_state::done;
-        ++st.ops_done;
-        double a = st.seconds(m.start_ns), b = st.seconds(m.end_ns);
-        st.report.makespan = std::max(st.report.makespan, b);
-        st.intervals[m.device].emplace_back(a, b);
-        if (p.record_trace)
-          st.report.events.push_back(trace_event{trace_event::kind::op, i, m.device, 0, a, b});
-        for (op_index s : p.g->succs(i))
-          if (p.device_of(s) == m.device) input_arrived(self, s);
-        for (device_index dst : p.remote_dests(i)) {
-          ++st.transfers_open;
-          if (p.mode == exec_mode::bsp) ++st.outstanding;
-          self->send(p.devices[m.device], send_atom::value, p.run, i, dst);
+      [=](std::vector<op_done_msg>& batch) {
+        for (auto& m : batch) {
+          auto& st = self->state;
+          if (st.finished || m.run != st.plan->run) return;
+          op_done(self, m);
         }
-        if (p.mode == exec_mode::bsp) --st.outstanding;
-        maybe_done(self);
+        flush(self);
       },
       [=](transfer_done_msg& m) {
         auto& st = self->state;
@@ -254,6 +281,7 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
           if (p.device_of(s) == m.dst) input_arrived(self, s);
         if (p.mode == exec_mode::bsp) --st.outstanding;
         maybe_done(self);
+        flush(self);
       },
       [=](op_failed_msg& m) {
         if (m.run != self->state.plan->run) return;

@@ -125,8 +125,9 @@ namespace doppler::actors {
 using device_actor = caf::typed_actor<
     /// Prepare for run `plan` (buffers, tables); answered once ready.
     caf::replies_to<begin_atom, plan_ref>::with<caf::ok_atom>,
-    /// Every input of op is in this device's buffers: queue it by priority and run it.
-    caf::reacts_to<execute_atom, std::uint64_t, op_index>,
+    /// Every input of these ops is in this device's buffers: queue them by priority and run them.
+    /// (The dispatcher batches the ops that became ready while its mailbox was busy.)
+    caf::reacts_to<execute_atom, std::uint64_t, std::vector<op_index>>,
     /// Send op's output (in this device's buffers) to device `dst`.
     caf::reacts_to<send_atom, std::uint64_t, op_index, device_index>,
     /// A peer's tensor arrives: copy it into this device's buffers, then report transfer_done.
@@ -144,7 +145,9 @@ using device_actor = caf::typed_actor<
 using dispatcher_actor = caf::typed_actor<
     /// Run the plan once; answered with the report (ok or failure) — never left unanswered.
     caf::replies_to<run_atom>::with<run_report>,
-    caf::reacts_to<op_done_msg>, caf::reacts_to<transfer_done_msg>, caf::reacts_to<op_failed_msg>,
+    /// Ops finished (a device batches the completions it has while its own mailbox is busy).
+    caf::reacts_to<std::vector<op_done_msg>>, caf::reacts_to<transfer_done_msg>,
+    caf::reacts_to<op_failed_msg>,
     /// The per-run timeout fired.
     caf::reacts_to<timeout_atom, std::uint64_t>>;
 
@@ -214,6 +217,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::trace_event))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::tensor_ref))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_done_msg))
+  CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::op_done_msg>))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::transfer_done_msg))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_failed_msg))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::kernel_done_msg))
@@ -221,4 +225,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_output))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::op_output>))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::run_report))
+  CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::op_index>))
 CAF_END_TYPE_ID_BLOCK(doppler_actors)
