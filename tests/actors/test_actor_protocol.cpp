@@ -1,0 +1,189 @@
+// The dispatcher's conversation, stepped deterministically by CAF's test coordinator (one message at
+// a time, simulated clock): the exact message sequence of a 3-op graph across two devices, the same
+// graph on real device actors (null backend), and the timeout firing on the simulated clock.
+//
+//   x [4,4] (dev0) ──▶ y = silu(x) (dev1) ──▶ z = add(x, y) (dev0)
+#include <doppler/actors/device.hpp>
+#include <doppler/actors/dispatcher.hpp>
+#include <doppler/actors/run_plan.hpp>
+
+#include <caf/scheduler/test_coordinator.hpp>
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace doppler;
+using namespace doppler::actors;
+
+namespace {
+
+struct fixture {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::scheduler::test_coordinator* sched = nullptr;
+
+  fixture() {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    cfg.set("logger.console", caf::atom("none"));
+    cfg.add_message_types<caf::id_block::doppler_actors>();
+    sys = std::make_unique<caf::actor_system>(cfg);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+  }
+};
+
+graph three_ops() {
+  graph_builder b("three");
+  b.input("x", {4, 4});
+  b.unary(op_kind::silu, "y", "x");
+  b.binary(op_kind::add, "z", "x", "y");
+  return std::move(b).build();
+}
+
+std::shared_ptr<run_plan> make_plan(std::vector<device_actor> devs) {
+  auto plan = std::make_shared<run_plan>();
+  plan->run = 7;
+  plan->g = std::make_shared<const graph>(three_ops());
+  plan->c = std::make_shared<const cluster>(make_preset("cpu:2"));
+  plan->p.device = {0, 1, 0};
+  plan->devices = std::move(devs);
+  plan->timeout = std::chrono::milliseconds(1000);
+  finish_plan(*plan);
+  return plan;
+}
+
+using log_t = std::shared_ptr<std::vector<std::string>>;
+
+/// A device that logs what the dispatcher tells it and answers at once, as if every kernel and copy
+/// took no time (transfers are acknowledged by the source, standing in for the peer).
+device_actor::behavior_type fake_device(device_actor::pointer self, device_index me, log_t log,
+                                        const graph* g) {
+  auto name = "dev" + std::to_string(me) + " ";
+  return {
+      [=](begin_atom, const plan_ref&) {
+        log->push_back(name + "begin");
+        return caf::ok_atom::value;
+      },
+      [=](execute_atom, std::uint64_t run, std::vector<op_index>& ops) {
+        std::vector<op_done_msg> done;
+        for (op_index i : ops) {
+          log->push_back(name + "execute " + (*g)[i].id);
+          done.push_back(op_done_msg{run, i, me, 0, 0});
+        }
+        self->send(caf::actor_cast<dispatcher_actor>(self->current_sender()), std::move(done));
+      },
+      [=](send_atom, std::uint64_t run, op_index i, device_index dst) {
+        log->push_back(name + "send " + (*g)[i].id + " to dev" + std::to_string(dst));
+        self->send(caf::actor_cast<dispatcher_actor>(self->current_sender()),
+                   transfer_done_msg{run, i, me, dst, 0, 0, 64});
+      },
+      [=](tensor_atom, std::uint64_t, op_index, device_index, tensor_ref&) {},
+      [=](kernel_done_msg&) {}, [=](op_failed_msg&) {}, [=](copy_done_msg&) {},
+      [=](collect_atom, std::uint64_t) {
+        log->push_back(name + "collect");
+        return std::vector<op_output>{};
+      },
+      [=](end_atom, std::uint64_t) { log->push_back(name + "end"); },
+      [=](bytes_atom) { return std::uint64_t{0}; },
+  };
+}
+
+}  // namespace
+
+TEST_CASE("the message sequence of a 3-op graph over two devices") {
+  fixture f;
+  auto log = std::make_shared<std::vector<std::string>>();
+  auto g = std::make_shared<const graph>(three_ops());
+  std::vector<device_actor> devs{f.sys->spawn(fake_device, device_index{0}, log, g.get()),
+                                 f.sys->spawn(fake_device, device_index{1}, log, g.get())};
+  auto plan = make_plan(devs);
+  auto disp = spawn_dispatcher(*f.sys, plan);
+  caf::scoped_actor self{*f.sys, true};
+  self->send(disp, run_atom::value);
+  f.sched->run();
+  run_report rep;
+  self->receive([&](run_report& r) { rep = std::move(r); });
+  CHECK(rep.ok);
+  CHECK(rep.transfers == 2);
+  CHECK(rep.bytes_moved == 128);
+  std::vector<std::string> want{
+      "dev0 begin", "dev1 begin",
+      "dev0 execute x",              // the only entry
+      "dev0 send x to dev1",         // y (dev1) needs x; z (dev0) has it locally
+      "dev1 execute y",              // the moment x arrived on dev1
+      "dev1 send y to dev0",
+      "dev0 execute z",              // both inputs on dev0
+      "dev0 collect", "dev1 collect", "dev0 end", "dev1 end"};
+  CHECK(*log == want);
+  for (auto& d : devs) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  f.sched->run();
+}
+
+TEST_CASE("real device actors (null backend) under the test coordinator") {
+  fixture f;
+  std::vector<device_actor> devs;
+  for (device_index d = 0; d < 2; ++d) {
+    device_options o;
+    o.index = d;
+    o.kernels = make_backend("null");
+    devs.push_back(spawn_device(*f.sys, o));
+  }
+  auto plan = make_plan(devs);
+  for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
+    auto pl = std::make_shared<run_plan>(*plan);
+    pl->mode = mode;
+    pl->run = mode == exec_mode::wc ? 11 : 12;
+    auto disp = spawn_dispatcher(*f.sys, pl);
+    caf::scoped_actor self{*f.sys, true};
+    self->send(disp, run_atom::value);
+    f.sched->run();
+    run_report rep;
+    self->receive([&](run_report& r) { rep = std::move(r); });
+    CHECK(rep.ok);
+    CHECK(rep.transfers == 2);
+    std::size_t ops = 0;
+    for (auto& ev : rep.events) ops += ev.what == trace_event::kind::op ? 1 : 0;
+    CHECK(ops == 3);
+    REQUIRE(rep.outputs.size() == 1);  // the exit z
+    CHECK(rep.outputs[0].op == 2);
+  }
+  for (auto& d : devs) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  f.sched->run();
+}
+
+TEST_CASE("a device that never answers: the timeout ends the run naming the op") {
+  fixture f;
+  auto log = std::make_shared<std::vector<std::string>>();
+  auto g = std::make_shared<const graph>(three_ops());
+  // dev1 swallows execute: y never finishes
+  auto silent = [](device_actor::pointer) -> device_actor::behavior_type {
+    return {
+        [](begin_atom, const plan_ref&) { return caf::ok_atom::value; },
+        [](execute_atom, std::uint64_t, std::vector<op_index>&) {},
+        [](send_atom, std::uint64_t, op_index, device_index) {},
+        [](tensor_atom, std::uint64_t, op_index, device_index, tensor_ref&) {},
+        [](kernel_done_msg&) {}, [](op_failed_msg&) {}, [](copy_done_msg&) {},
+        [](collect_atom, std::uint64_t) { return std::vector<op_output>{}; },
+        [](end_atom, std::uint64_t) {}, [](bytes_atom) { return std::uint64_t{0}; },
+    };
+  };
+  std::vector<device_actor> devs{f.sys->spawn(fake_device, device_index{0}, log, g.get()), f.sys->spawn(silent)};
+  auto plan = make_plan(devs);
+  auto disp = spawn_dispatcher(*f.sys, plan);
+  caf::scoped_actor self{*f.sys, true};
+  self->send(disp, run_atom::value);
+  f.sched->run();
+  CHECK(self->mailbox().empty());  // stuck: no report yet
+  CHECK(f.sched->trigger_timeouts() >= 1);
+  f.sched->run();
+  run_report rep;
+  self->receive([&](run_report& r) { rep = std::move(r); });
+  CHECK_FALSE(rep.ok);
+  CAPTURE(rep.failure);
+  CHECK(rep.failure.find("op 'y'") == 0);
+  CHECK(rep.failure.find("cpu1") != std::string::npos);
+  CHECK(rep.failure.find("timed out") != std::string::npos);
+  for (auto& d : devs) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  f.sched->run();
+}
