@@ -3,14 +3,17 @@
 #include <doppler/runtime/cpu_kernels.hpp>
 
 #include "cpu_common.hpp"
+#include "cpu_math.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
+#include <deque>
+#include <tuple>
 #include <vector>
 
 namespace doppler::cpu {
 
+using detail::exp_approx;
 using detail::shape_error;
 
 namespace {
@@ -51,6 +54,43 @@ std::pair<std::size_t, std::size_t> rows_of(std::string_view kernel, const tenso
   return {len == 0 ? 0 : x.numel() / len, len};
 }
 
+/// Σ p[j]² (square = true) or Σ p[j] over n floats, in double with four independent partial sums.
+template <bool square>
+double sum_double(const float* p, std::size_t n) noexcept {
+  double s[4] = {0, 0, 0, 0};
+  std::size_t j = 0;
+  for (; j + 4 <= n; j += 4)
+    for (std::size_t u = 0; u < 4; ++u) s[u] += square ? double(p[j + u]) * double(p[j + u]) : double(p[j + u]);
+  for (; j < n; ++j) s[0] += square ? double(p[j]) * double(p[j]) : double(p[j]);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/// The (cos, sin) table of rope for `seq` positions × d/2 pairs, cached per thread (the last 8
+/// distinct (seq, d, base) keys), so repeated runs of a graph do not recompute the trigonometry.
+const std::vector<float>& rope_table(std::size_t seq, std::size_t d, double base) {
+  struct entry {
+    std::size_t seq, d;
+    double base;
+    std::vector<float> cs;
+  };
+  thread_local std::deque<entry> cache;
+  for (const entry& e : cache)
+    if (e.seq == seq && e.d == d && e.base == base) return e.cs;
+  const std::size_t half = d / 2;
+  std::vector<float> cs(seq * half * 2);
+  std::vector<double> inv_freq(half);
+  for (std::size_t i = 0; i < half; ++i) inv_freq[i] = std::pow(base, -2.0 * double(i) / double(d));
+  for (std::size_t p = 0; p < seq; ++p)
+    for (std::size_t i = 0; i < half; ++i) {
+      const double theta = double(p) * inv_freq[i];
+      cs[(p * half + i) * 2] = static_cast<float>(std::cos(theta));
+      cs[(p * half + i) * 2 + 1] = static_cast<float>(std::sin(theta));
+    }
+  if (cache.size() == 8) cache.pop_front();
+  cache.push_back({seq, d, base, std::move(cs)});
+  return cache.back().cs;
+}
+
 }  // namespace
 
 tensor add(const tensor& x, const tensor& y) {
@@ -62,16 +102,17 @@ tensor mul(const tensor& x, const tensor& y) {
 }
 
 tensor silu(const tensor& x) {
-  return unary_map(x, [](float v) { return v / (1.0f + std::exp(-v)); });
+  return unary_map(x, [](float v) { return v / (1.0f + exp_approx(-v)); });
 }
 
 tensor gelu(const tensor& x) {
   constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  return unary_map(x, [](float v) { return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v))); });
+  // 0.5 (1 + tanh z) = 1 / (1 + e^(−2z)): one exp, no tanh.
+  return unary_map(x, [](float v) { return v / (1.0f + exp_approx(-2.0f * k * (v + 0.044715f * v * v * v))); });
 }
 
 tensor exp(const tensor& x) {
-  return unary_map(x, [](float v) { return std::exp(v); });
+  return unary_map(x, [](float v) { return exp_approx(v); });
 }
 
 tensor scale(const tensor& x, double factor) {
@@ -86,12 +127,8 @@ tensor softmax(const tensor& x) {
     const float* in = x.data() + r * len;
     float* o = out.data() + r * len;
     float m = *std::max_element(in, in + len);
-    double sum = 0;
-    for (std::size_t j = 0; j < len; ++j) {
-      o[j] = std::exp(in[j] - m);
-      sum += o[j];
-    }
-    const auto inv = static_cast<float>(1.0 / sum);
+    for (std::size_t j = 0; j < len; ++j) o[j] = exp_approx(in[j] - m);
+    const auto inv = static_cast<float>(1.0 / sum_double<false>(o, len));
     for (std::size_t j = 0; j < len; ++j) o[j] *= inv;
   }
   return out;
@@ -106,8 +143,7 @@ tensor rmsnorm(const tensor& x, const tensor& w, float eps) {
   for (std::size_t r = 0; r < rows; ++r) {
     const float* in = x.data() + r * len;
     float* o = out.data() + r * len;
-    double ss = 0;
-    for (std::size_t j = 0; j < len; ++j) ss += double(in[j]) * double(in[j]);
+    const double ss = sum_double<true>(in, len);
     const auto inv = static_cast<float>(1.0 / std::sqrt(ss / double(len) + double(eps)));
     for (std::size_t j = 0; j < len; ++j) o[j] = in[j] * inv * pw[j];
   }
@@ -120,14 +156,7 @@ tensor rope(const tensor& x, double base) {
   if (!(base > 0) || !std::isfinite(base)) shape_error("rope", "base must be positive and finite");
   const std::size_t seq = x.rank() >= 2 ? static_cast<std::size_t>(x.dim(-2)) : 1;
   const std::size_t half = d / 2;
-  // Table of (cos, sin) for every (position, pair), computed in double once per call.
-  std::vector<float> cs(seq * half * 2);
-  for (std::size_t p = 0; p < seq; ++p)
-    for (std::size_t i = 0; i < half; ++i) {
-      double theta = double(p) * std::pow(base, -2.0 * double(i) / double(d));
-      cs[(p * half + i) * 2] = static_cast<float>(std::cos(theta));
-      cs[(p * half + i) * 2 + 1] = static_cast<float>(std::sin(theta));
-    }
+  const std::vector<float>& cs = rope_table(seq, half * 2, base);
   tensor out(x.shape());
   for (std::size_t r = 0; r < rows; ++r) {
     const float* in = x.data() + r * d;

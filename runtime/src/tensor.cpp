@@ -74,13 +74,17 @@ std::uint64_t op_seed(std::uint64_t run_seed, std::string_view op_id) noexcept {
 }
 
 void fill_uniform(tensor& t, std::uint64_t seed, float scale) noexcept {
+  // One 64-bit hash per pair of elements: element 2j takes bits 40..63 of splitmix64(base + j),
+  // element 2j + 1 bits 8..31; 24 bits make a float in [0, 1) exactly, mapped to [-1, 1).
   float* p = t.data();
+  const std::size_t n = t.numel();
   const std::uint64_t base = splitmix64(seed);
-  for (std::size_t i = 0; i < t.numel(); ++i) {
-    // The top 24 bits give a float in [0, 1) exactly; map to [-1, 1).
-    auto bits = static_cast<std::uint32_t>(splitmix64(base + i) >> 40);
-    float u = static_cast<float>(bits) * (1.0f / 16777216.0f);
-    p[i] = (2.0f * u - 1.0f) * scale;
+  constexpr float unit = 1.0f / 16777216.0f;
+  auto value = [scale](std::uint64_t bits24) { return (2.0f * static_cast<float>(bits24) * unit - 1.0f) * scale; };
+  for (std::size_t j = 0; 2 * j < n; ++j) {
+    const std::uint64_t h = splitmix64(base + j);
+    p[2 * j] = value(h >> 40);
+    if (2 * j + 1 < n) p[2 * j + 1] = value((h >> 8) & 0xffffffu);
   }
 }
 

@@ -127,6 +127,11 @@ void BM_transpose_last2(benchmark::State& st) {
   st.SetBytesProcessed(std::int64_t(st.iterations()) * std::int64_t(2 * x.numel() * sizeof(float)));
 }
 
+void BM_fill_input(benchmark::State& st) {
+  for (auto _ : st) benchmark::DoNotOptimize(make_input("w", {st.range(0)}, 1));
+  st.SetBytesProcessed(std::int64_t(st.iterations()) * std::int64_t(st.range(0) * std::int64_t(sizeof(float))));
+}
+
 // ---- whole graphs ------------------------------------------------------------------------------
 
 void BM_reference(benchmark::State& st, const char* name) {
@@ -153,6 +158,7 @@ BENCHMARK(BM_silu)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_softmax)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_rmsnorm)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_transpose_last2)->Arg(1 << 16)->Arg(1 << 22);
+BENCHMARK(BM_fill_input)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_synthetic_1e8)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_reference, llama_block, "llama-block")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_reference, llama_layer, "llama-layer")->Unit(benchmark::kMillisecond);

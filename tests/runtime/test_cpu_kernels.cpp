@@ -103,6 +103,28 @@ TEST_CASE("silu, gelu, exp, scale values") {
   check_values(cpu::scale(x, -0.5), {4}, {0, -0.5f, 0.5f, -1});
 }
 
+TEST_CASE("exp matches std::exp within 2 ulp, saturates cleanly, keeps NaN") {
+  std::vector<float> xs;
+  for (float v = -87.0f; v <= 88.0f; v += 0.0137f) xs.push_back(v);
+  tensor x(shape_t{std::int64_t(xs.size())}, xs);
+  tensor y = cpu::exp(x);
+  double worst = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    double want = std::exp(double(xs[i]));
+    worst = std::max(worst, std::fabs(double(y[i]) - want) / want);
+  }
+  CHECK(worst < 2.5e-7);  // 2 ulp of float is 2.4e-7 relative
+  tensor edge = cpu::exp(t({4}, {-1000.0f, 1000.0f, std::nanf(""), 0.0f}));
+  CHECK(edge[0] == 0.0f);
+  CHECK(std::isinf(edge[1]));
+  CHECK(std::isnan(edge[2]));
+  CHECK(edge[3] == 1.0f);
+  // silu and gelu saturate without NaN.
+  tensor big = t({2}, {-1000.0f, 1000.0f});
+  check_values(cpu::silu(big), {2}, {0.0f, 1000.0f});
+  check_values(cpu::gelu(big), {2}, {0.0f, 1000.0f});
+}
+
 TEST_CASE("softmax: rows sum to 1, a hand value, stable for large inputs") {
   tensor x = t({2, 3}, {1, 2, 3, 1000, 1000, 1000});
   tensor y = cpu::softmax(x);

@@ -25,11 +25,13 @@ tensor matmul(const tensor& a, const tensor& b);
 tensor add(const tensor& x, const tensor& y);
 /// x · y elementwise, with add's broadcast.
 tensor mul(const tensor& x, const tensor& y);
-/// x · sigmoid(x).
+/// x · sigmoid(x) = x / (1 + e^−x).
 tensor silu(const tensor& x);
-/// 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³))), the tanh approximation.
+/// 0.5 x (1 + tanh(z)), z = sqrt(2/π) (x + 0.044715 x³) (the tanh approximation), evaluated as
+/// x / (1 + e^(−2z)), the same function.
 tensor gelu(const tensor& x);
-/// e^x elementwise.
+/// e^x elementwise. Every exp of the kernels (silu, gelu, softmax too) is a vectorizable Cephes-style
+/// polynomial, within 2 ulp of std::exp; results below e^−87.3 flush to 0.
 tensor exp(const tensor& x);
 /// x · factor.
 tensor scale(const tensor& x, double factor);
