@@ -25,6 +25,8 @@
 
 namespace doppler::cli {
 
+void add_calibrate_command(CLI::App& app);  // cmd_calibrate.cpp
+
 namespace {
 
 struct run_flags {
@@ -140,6 +142,7 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_command(*f); });
+  add_calibrate_command(app);
 }
 
 }  // namespace doppler::cli
