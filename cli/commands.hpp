@@ -17,4 +17,7 @@ void add_run_commands(CLI::App& app);
 /// train, place-learned (cmd_learn.cpp in doppler-learn; `doppler` forwards them to it)
 void add_learn_commands(CLI::App& app);
 
+/// plan-comm, check-schedule, compare-comm (cmd_comm.cpp)
+void add_comm_commands(CLI::App& app);
+
 }  // namespace doppler::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   doppler::cli::add_graph_commands(app);
   doppler::cli::add_cluster_commands(app);
   doppler::cli::add_sim_commands(app);
+  doppler::cli::add_comm_commands(app);
 #ifdef DOPPLER_HAVE_ACTORS
   doppler::cli::add_run_commands(app);
 #endif

@@ -36,7 +36,11 @@ method_result plan_astar(const network& net, const demand& d, const plan_options
     w.prior = &slots;
     for (std::size_t i = 0; i < C * D; ++i)
       w.held_from[i] = held[i] >= unreachable_epochs ? unreachable_epochs : held[i] - first;
-    double budget = std::max(1.0, (opt.time_limit - elapsed()) / std::max(1.0, expected_rounds - rounds));
+    // Shorter rounds where one would exceed the binary budget; route the rest when even 2 epochs do.
+    w.epochs = R;
+    while (w.epochs > 2 && count_binaries(net, d, w) > opt.milp_binary_limit) w.epochs /= 2;
+    if (count_binaries(net, d, w) > opt.milp_binary_limit) break;
+    double budget = std::max(0.5, (opt.time_limit - elapsed()) / std::max(1.0, expected_rounds - rounds));
     window_result r = solve_window(net, d, opt, w, budget);
     ++rounds;
     std::size_t before = left_pending();
@@ -52,7 +56,7 @@ method_result plan_astar(const network& net, const demand& d, const plan_options
       }
     }
     stalled = static_cast<std::size_t>(left_pending()) < before ? 0 : stalled + 1;
-    first += R;
+    first += w.epochs;
   }
   // Finish what is left by routing from the nearest holder.
   std::size_t routed = 0;
@@ -68,8 +72,9 @@ method_result plan_astar(const network& net, const demand& d, const plan_options
         }
       std::vector<std::uint32_t> path = device_path(net, from, t);
       std::int32_t ready = held[ci * D + from];
-      std::vector<std::int32_t> fresh(D, unreachable_epochs);
-      fresh[from] = ready;
+      // Hops to devices that already hold the chunk are skipped (the tree grows from every holder).
+      std::vector<std::int32_t> fresh(held.begin() + static_cast<std::ptrdiff_t>(ci * D),
+                                      held.begin() + static_cast<std::ptrdiff_t>(ci * D + D));
       schedule_path(net, slots, d.chunks[ci].id, path, ready, out.sends, &fresh);
       for (device_index v = 0; v < D; ++v) held[ci * D + v] = std::min(held[ci * D + v], fresh[v]);
       w.pending[ci * D + t] = 0;

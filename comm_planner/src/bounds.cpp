@@ -123,6 +123,21 @@ lower_bound compute_lower_bound(const network& net, const demand& d) {
       s.resize(N, 0);
       s[v] = 1;
     }
+    // A host's switches join it when every device they touch is on that host (its NVSwitch).
+    for (auto& [h, s] : hosts)
+      for (node_index sw = static_cast<node_index>(c.device_count()); sw < N; ++sw) {
+        bool own = true, any = false;
+        for (std::uint32_t l : net.out_links(sw)) {
+          node_index x = net.links()[l].dst;
+          if (x < c.device_count()) {
+            any = true;
+            own = own && s[x];
+          } else {
+            own = false;
+          }
+        }
+        if (own && any) s[sw] = 1;
+      }
     if (hosts.size() > 1)
       for (auto& [h, s] : hosts) {
         seeds.push_back(s);

@@ -32,7 +32,7 @@ class greedy_planner {
  public:
   greedy_planner(const network& net, const demand& d, const plan_options& opt)
       : net_(net), d_(d), opt_(opt), D_(net.device_count()), C_(d.chunks.size()), slots_(net),
-        have_(D_, C_), expect_(D_, C_), need_(D_, C_), holders_(C_, D_), holder_count_(C_, 0),
+        have_(D_, C_), expect_(D_, C_), need_(D_, C_), holders_(C_, D_), holder_count_(C_, 0), expect_count_(C_, 0),
         held_list_(D_), port_free_(net.node_count(), D_), avail_(net.node_count(), C_),
         entering_(net.node_count(), C_) {}
 
@@ -40,6 +40,7 @@ class greedy_planner {
     for (std::size_t c = 0; c < C_; ++c) {
       const chunk& ch = d_.chunks[c];
       expect_.set(ch.source, c);
+      ++expect_count_[c];
       mark_held(ch.source, c);
       for (device_index t : ch.destinations) {
         need_.set(t, c);
@@ -120,6 +121,7 @@ class greedy_planner {
   }
   void deliver(std::size_t c, std::uint32_t last_link, device_index v, std::int32_t e) {
     expect_.set(v, c);
+    ++expect_count_[c];
     if (need_.test(v, c)) {
       need_.reset(v, c);
       --remaining_;
@@ -133,7 +135,7 @@ class greedy_planner {
     const te_link& t = net_.links()[l];
     result_.sends.push_back({d_.chunks[c].id, t.src, t.dst, e});
   }
-  /// Rarest candidate among the first few set bits of a & b (& ~c), scanning from `start`.
+  /// Rarest (fewest holders and in-flight copies) candidate among the first few set bits of a & b (& ~c), scanning from `start`.
   template <class Accept>
   std::size_t pick(const word* a, const word* b, std::size_t start, Accept accept) {
     const std::size_t W = have_.words;
@@ -146,9 +148,9 @@ class greedy_planner {
         m &= m - 1;
         if (!accept(c)) continue;
         ++seen;
-        if (holder_count_[c] < best_count) {
+        if (expect_count_[c] < best_count) {
           best = c;
-          best_count = holder_count_[c];
+          best_count = expect_count_[c];
         }
       }
     }
@@ -227,7 +229,7 @@ class greedy_planner {
   std::size_t D_, C_;
   slot_table slots_;
   bitrows have_, expect_, need_, holders_;
-  std::vector<std::size_t> holder_count_;
+  std::vector<std::size_t> holder_count_, expect_count_;  // holders now; holders + in flight
   std::vector<std::vector<std::uint32_t>> held_list_;
   bitrows port_free_, avail_, entering_;
   std::vector<std::vector<std::pair<device_index, std::uint32_t>>> arrivals_;

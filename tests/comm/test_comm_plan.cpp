@@ -110,14 +110,16 @@ TEST_CASE("every method gives a valid schedule on every preset") {
     for (auto kind : {collective::allgather, collective::alltoall, collective::broadcast}) {
       demand d = make_collective(c, kind, 1 << 20, 1);
       for (const std::string& m : method_names()) {
-        if (!have_solvers() && (m == "milp" || m == "lp" || m == "astar" )) continue;
+        const bool solver = m == "milp" || m == "lp" || m == "astar" || m == "auto";
+        if (!have_solvers() && solver && m != "auto") continue;
         if (m == "ring" && kind != collective::allgather) continue;
-        bool big = c.device_count() > 8;
-        if (big && (m == "milp" || m == "auto")) continue;  // the solver tests below cover these
+        // Solver runs stay small here (time-limited); the benchmarks cover the large ones.
+        const bool small = c.device_count() <= 8 && kind != collective::alltoall;
+        if (solver && m != "lp" && !small) continue;
         CAPTURE(p);
         CAPTURE(m);
         CAPTURE(to_string(kind));
-        plan_result r = run(c, d, m, 5);  // plan() validates; an invalid schedule throws
+        plan_result r = run(c, d, m, 2);  // plan() validates; an invalid schedule throws
         CHECK(r.report.epochs_used > 0);
         CHECK(r.sched.epochs >= r.bound.epochs);
         CHECK(r.report.transfer_seconds >= r.bound.seconds * (1 - 1e-9));
