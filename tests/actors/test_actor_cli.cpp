@@ -1,0 +1,98 @@
+// `doppler run` and `doppler calibrate` end to end through the built command.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string cli = DOPPLER_CLI_PATH;
+
+struct result {
+  int code = 0;
+  std::string out;
+};
+
+/// Runs a shell command, capturing stdout (stderr joins it).
+result sh(const std::string& cmd) {
+  result r;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+struct temp_dir {
+  fs::path path = fs::temp_directory_path() / ("doppler_actor_cli_" + std::to_string(::getpid()));
+  temp_dir() { fs::create_directories(path); }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string operator/(const std::string& f) const { return (path / f).string(); }
+};
+
+}  // namespace
+
+TEST_CASE("doppler run --json: measured and simulated makespans, trace written") {
+  temp_dir t;
+  REQUIRE(sh(cli + " workload llama-block --dim 64 --heads 4 --seq 16 --shards 2 -o " + (t / "g.json")).code == 0);
+  for (std::string mode : {"wc", "bsp"}) {
+    auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:3 --mode " + mode +
+                " --repeat 2 --json --trace " + (t / "trace.json"));
+    CAPTURE(r.out);
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["makespan_s"].get<double>() > 0);
+    CHECK(j["simulated_s"].get<double>() > 0);
+    CHECK(j["makespans_s"].size() == 2);
+    CHECK(j["mode"] == mode);
+    CHECK(j["trace"] == t / "trace.json");
+    std::ifstream in(t / "trace.json");
+    auto trace = nlohmann::json::parse(in);
+    CHECK(trace["otherData"]["source"] == "cpu");
+  }
+}
+
+TEST_CASE("doppler run: a placement file is used as given; bad input fails naming it") {
+  temp_dir t;
+  REQUIRE(sh(cli + " workload ffnn --dim 32 --ffn 64 --shards 2 -o " + (t / "g.json")).code == 0);
+  auto place = sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:2 --method round-robin -o " + (t / "p.json"));
+  CAPTURE(place.out);
+  REQUIRE(place.code == 0);
+  auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --placement " + (t / "p.json"));
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("measured makespan") != std::string::npos);
+  CHECK(r.out.find("simulated makespan") != std::string::npos);
+  CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --mode nope").code == 2);
+  auto missing = sh(cli + " run --graph " + (t / "missing.json") + " --cluster cpu:2");
+  CHECK(missing.code != 0);
+  CHECK(missing.out.find("missing.json") != std::string::npos);
+  CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 0").code == 2);
+}
+
+TEST_CASE("doppler calibrate writes a cost table the simulator loads") {
+  temp_dir t;
+  auto r = sh(cli + " calibrate --cluster cpu:2 --rounds 1 -o " + (t / "cost.json") + " --cluster-out " + (t / "c.json"));
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  std::ifstream in(t / "cost.json");
+  auto j = nlohmann::json::parse(in);
+  CHECK(j["format"] == "doppler-costs/1");
+  CHECK(j["efficiency"]["matmul"].get<double>() == doctest::Approx(1.0));
+  REQUIRE(sh(cli + " workload chainmm --dim 32 -o " + (t / "g.json")).code == 0);
+  auto run = sh(cli + " run --graph " + (t / "g.json") + " --cluster " + (t / "c.json") + " --costs " + (t / "cost.json") + " --json");
+  CAPTURE(run.out);
+  CHECK(run.code == 0);
+}
