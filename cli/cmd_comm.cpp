@@ -4,6 +4,7 @@
 
 #include <doppler/comm/msccl.hpp>
 #include <doppler/comm/planner.hpp>
+#include <doppler/comm/topologies.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
@@ -87,7 +88,7 @@ void add_plan_comm(CLI::App& app) {
     comm::plan_options p;
   };
   auto o = std::make_shared<opts>();
-  cmd->add_option("--cluster", o->cluster, "Cluster file or preset")->capture_default_str();
+  cmd->add_option("--cluster", o->cluster, "Cluster file, preset, or h100-pod:N")->capture_default_str();
   add_demand_options(cmd, o->d);
   cmd->add_option("--method", o->p.method, "milp, lp, astar, greedy, ring, direct, tree, auto")->capture_default_str();
   cmd->add_option("--time-limit", o->p.time_limit, "Solver seconds (milp, lp, astar, auto)")->capture_default_str();
@@ -99,7 +100,7 @@ void add_plan_comm(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "Schedule file (default: none, summary only)");
   cmd->add_option("--msccl", o->msccl, "Also write the schedule as MSCCL XML");
   cmd->callback([o] {
-    cluster c = load_cluster_or_preset(o->cluster);
+    cluster c = comm::load_comm_cluster(o->cluster);
     comm::demand d = make_demand(c, o->d);
     set_tau(o->p, o->tau);
     comm::plan_result r = comm::plan(c, d, o->p);
@@ -124,11 +125,11 @@ void add_check_schedule(CLI::App& app) {
   };
   auto o = std::make_shared<opts>();
   cmd->add_option("schedule", o->schedule, "The schedule file")->required();
-  cmd->add_option("--cluster", o->cluster, "Cluster file or preset")->capture_default_str();
+  cmd->add_option("--cluster", o->cluster, "Cluster file, preset, or h100-pod:N")->capture_default_str();
   add_demand_options(cmd, o->d);
   cmd->add_flag("--no-switch-copy", o->no_switch_copy, "Reject schedules where a switch multicasts");
   cmd->callback([o] {
-    cluster c = load_cluster_or_preset(o->cluster);
+    cluster c = comm::load_comm_cluster(o->cluster);
     comm::schedule s = comm::load_schedule(o->schedule, c);
     demand_opts dopt = o->d;
     if (comm::parse_collective(dopt.spec)) dopt.chunk_bytes = s.chunk_bytes;  // the schedule's chunk size
@@ -197,7 +198,7 @@ void add_compare_comm(CLI::App& app) {
     bool switch_copy = false;
   };
   auto o = std::make_shared<opts>();
-  cmd->add_option("--cluster", o->cluster, "Cluster file or preset")->capture_default_str();
+  cmd->add_option("--cluster", o->cluster, "Cluster file, preset, or h100-pod:N")->capture_default_str();
   add_demand_options(cmd, o->d);
   cmd->add_option("--methods", o->methods, "Comma-separated methods")->capture_default_str();
   cmd->add_option("--time-limit", o->time_limit, "Solver seconds per method")->capture_default_str();
@@ -206,7 +207,7 @@ void add_compare_comm(CLI::App& app) {
   cmd->add_option("--csv", o->csv, "Write the table as CSV");
   cmd->add_option("--svg", o->svg, "Write an algbw bar chart as SVG");
   cmd->callback([o] {
-    cluster c = load_cluster_or_preset(o->cluster);
+    cluster c = comm::load_comm_cluster(o->cluster);
     comm::demand d = make_demand(c, o->d);
     std::vector<std::pair<std::string, comm::plan_result>> rows;
     std::string csv = "method,epochs,epoch_seconds,transfer_seconds,algbw_GBps,bound_seconds,percent_of_bound,"

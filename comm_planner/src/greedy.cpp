@@ -48,6 +48,7 @@ class greedy_planner {
       }
     }
     relays_ = needs_relays();
+    find_mates();
     std::int32_t e = 0;
     const std::int64_t give_up = 64 + 4 * static_cast<std::int64_t>(C_ + 1) * static_cast<std::int64_t>(D_ + 1) *
                                           (max_offset() + 1);
@@ -103,6 +104,35 @@ class greedy_planner {
         if (!near[t]) return true;
     }
     return false;
+  }
+  /// Devices one hop from v over direct links or small switches (≤ 32 ports): v's neighbourhood,
+  /// which a chunk fetched over a big switch (the network) can still reach cheaply.
+  void find_mates() {
+    mates_.assign(D_, {});
+    for (device_index v = 0; v < D_; ++v) {
+      for (std::uint32_t l : net_.in_links(v)) {
+        node_index x = net_.links()[l].src;
+        if (!net_.is_switch(x)) mates_[v].push_back(static_cast<device_index>(x));
+        else if (net_.in_links(x).size() <= 32)
+          for (std::uint32_t k : net_.in_links(x))
+            if (!net_.is_switch(net_.links()[k].src) && net_.links()[k].src != v)
+              mates_[v].push_back(static_cast<device_index>(net_.links()[k].src));
+      }
+      std::sort(mates_[v].begin(), mates_[v].end());
+      mates_[v].erase(std::unique(mates_[v].begin(), mates_[v].end()), mates_[v].end());
+      if (mates_[v].size() > 32) mates_[v].clear();
+    }
+    fresh_.assign(have_.words, 0);
+  }
+  /// need[v] minus what v's mates hold or expect (into fresh_).
+  const word* fresh_need(device_index v) {
+    const word* n = need_.row(v);
+    for (std::size_t w = 0; w < have_.words; ++w) fresh_[w] = n[w];
+    for (device_index u : mates_[v]) {
+      const word* x = expect_.row(u);
+      for (std::size_t w = 0; w < have_.words; ++w) fresh_[w] &= ~x[w];
+    }
+    return fresh_.data();
   }
   void prepare_switches(std::int32_t e) {
     for (node_index s = static_cast<node_index>(D_); s < net_.node_count(); ++s) {
@@ -178,7 +208,7 @@ class greedy_planner {
         continue;
       }
       device_index from = 0;
-      c = pick(avail_.row(s), need_.row(v), start, [&](std::size_t x) {
+      auto holder_free = [&](std::size_t x) {
         const word* h = holders_.row(x);
         const word* p = port_free_.row(s);
         for (std::size_t w = 0; w < holders_.words; ++w)
@@ -188,7 +218,10 @@ class greedy_planner {
           }
         avail_.reset(s, x);
         return false;
-      });
+      };
+      // Over a big switch (the network), prefer chunks v's neighbourhood does not have yet.
+      if (net_.in_links(s).size() > 32 && !mates_[v].empty()) c = pick(avail_.row(s), fresh_need(v), start, holder_free);
+      if (c == C_) c = pick(avail_.row(s), need_.row(v), start, holder_free);
       if (c == C_) return;
       // `from` belongs to the last accepted candidate; find a free holder of the chosen one.
       from = D_;
@@ -233,6 +266,8 @@ class greedy_planner {
   std::vector<std::vector<std::uint32_t>> held_list_;
   bitrows port_free_, avail_, entering_;
   std::vector<std::vector<std::pair<device_index, std::uint32_t>>> arrivals_;
+  std::vector<std::vector<device_index>> mates_;
+  std::vector<word> fresh_;
   std::size_t remaining_ = 0;
   bool relays_ = false;
   method_result result_;

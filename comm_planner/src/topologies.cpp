@@ -1,0 +1,42 @@
+// Large topologies: h100-pod:N.
+#include <doppler/comm/topologies.hpp>
+#include <doppler/runtime/error.hpp>
+
+#include <charconv>
+
+namespace doppler::comm {
+
+cluster make_h100_pod(int nodes) {
+  if (nodes < 1 || nodes > 256) throw error(errc::bad_argument, "h100-pod:N needs N in 1..256");
+  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+  std::vector<device> devices;
+  std::vector<std::string> switches;
+  std::vector<link_spec> links;
+  for (int h = 0; h < nodes; ++h) {
+    std::string sw = "nvswitch" + std::to_string(h);
+    switches.push_back(sw);
+    for (int i = 0; i < 8; ++i) {
+      std::string id = "gpu" + std::to_string(8 * h + i);
+      devices.push_back({id, device_kind::gpu, 67e12, 80 * gib, "node" + std::to_string(h)});
+      links.push_back({id, sw, 450e9, 0.5e-6, true});
+      links.push_back({id, "net", 50e9, 2.5e-6, true});
+    }
+  }
+  switches.push_back("net");
+  return cluster("h100-pod:" + std::to_string(nodes), std::move(devices), std::move(switches), std::move(links));
+}
+
+cluster load_comm_cluster(const std::string& spec) {
+  const std::string prefix = "h100-pod:";
+  if (spec.rfind(prefix, 0) == 0) {
+    int n = 0;
+    const char* b = spec.data() + prefix.size();
+    const char* e = spec.data() + spec.size();
+    auto [end, ec] = std::from_chars(b, e, n);
+    if (ec != std::errc() || end != e) throw error(errc::bad_argument, "\"" + spec + "\": h100-pod:N needs a node count");
+    return make_h100_pod(n);
+  }
+  return load_cluster_or_preset(spec);
+}
+
+}  // namespace doppler::comm

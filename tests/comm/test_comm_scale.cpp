@@ -1,0 +1,70 @@
+// Larger topologies: the dgx2-2 preset and its TE-CCL bounds, greedy at scale, MSCCL export, the CLI.
+#include "comm_fixtures.hpp"
+
+#include <doppler/comm/msccl.hpp>
+#include <doppler/comm/planner.hpp>
+#include <doppler/comm/topologies.hpp>
+
+#include <algorithm>
+#include <regex>
+
+using namespace doppler;
+using namespace doppler::comm;
+using namespace comm_fixtures;
+
+TEST_CASE("dgx2-2 preset follows TE-CCL's DGX-2 model and its cut bounds") {
+  cluster c = make_preset("dgx2-2");
+  CHECK(c.device_count() == 32);
+  CHECK(c.switches().size() == 2);
+  CHECK(c.links().size() == 2 * 32 + 16);  // 32 duplex GPU-switch links, 16 one-way NIC links
+  auto g1 = *c.find_device("gpu1"), g16 = *c.find_device("gpu16");
+  CHECK(c.route_between(g1, g16).links.size() == 1);  // odd gpu1 -> even gpu16 of the other chassis
+  // 1 GB outputs: allgather bound 129.03 GB/s (GPU ingress), alltoall 12.5 GB/s (the NIC cut).
+  demand ag = make_collective(c, collective::allgather, 1e9 / 32, 1);
+  network net(c, ag.chunk_bytes);
+  lower_bound b = compute_lower_bound(net, ag);
+  CHECK_FALSE(b.exact_cuts);
+  CHECK(ag.output_size(32) / b.cut_seconds / 1e9 == doctest::Approx(129.03).epsilon(1e-3));
+  demand a2a = make_collective(c, collective::alltoall, 1e9 / 32 / 32, 1);
+  network net2(c, a2a.chunk_bytes);
+  lower_bound b2 = compute_lower_bound(net2, a2a);
+  CHECK(a2a.output_size(32) / b2.cut_seconds / 1e9 == doctest::Approx(12.5).epsilon(1e-3));
+}
+
+TEST_CASE("greedy plans a 256-GPU allgather near its bound") {
+  cluster c = make_h100_pod(32);
+  CHECK(c.device_count() == 256);
+  demand d = make_collective(c, collective::allgather, 1 << 20, 1);
+  plan_result r = plan(c, d, plan_options{}.with_method("greedy"));
+  CHECK(r.report.epochs_used == r.sched.epochs);
+  CHECK(r.fraction_of_bound() > 0.9);
+  CHECK(r.sched.solve_seconds < 30);
+}
+
+TEST_CASE("MSCCL export: one peer per thread block, dependencies on receives") {
+  cluster c = make_preset("dgx1-v100");
+  demand d = make_collective(c, collective::allgather, 1 << 20, 1);
+  plan_result r = plan(c, d, plan_options{}.with_method("greedy"));
+  network net(c, d.chunk_bytes);
+  std::string xml = to_msccl_xml(net, d, r.sched);
+  CHECK(xml.rfind("<algo name=\"doppler\"", 0) == 0);
+  CHECK(xml.find("ngpus=\"8\"") != std::string::npos);
+  std::regex tb_re("<tb id=\"\\d+\" send=\"(-?\\d+)\" recv=\"(-?\\d+)\"");
+  std::size_t blocks = 0;
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), tb_re); it != std::sregex_iterator(); ++it) {
+    ++blocks;
+    CHECK(((*it)[1] == "-1") != ((*it)[2] == "-1"));  // exactly one peer
+  }
+  CHECK(blocks > 0);
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (std::size_t p = xml.find(needle); p != std::string::npos; p = xml.find(needle, p + 1)) ++n;
+    return n;
+  };
+  CHECK(count("type=\"s\"") == r.sched.sends.size());  // no switches on DGX-1: one step per send
+  CHECK(count("type=\"r\"") == r.sched.sends.size());
+  CHECK(count("hasdep=\"1\"") > 0);  // relayed chunks wait for their receive
+  msccl_options tight;
+  tight.max_steps_per_tb = 1;
+  expect_error([&] { to_msccl_xml(net, d, r.sched, tight); }, errc::bad_argument, "MSCCL allows 1");
+}
