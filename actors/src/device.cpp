@@ -23,6 +23,12 @@ std::int64_t now_ns() {
 
 std::uint64_t held_bytes(const tensor& t) { return t.numel() * sizeof(float); }
 
+/// One shared empty tensor: the output of no-op kernels costs no allocation.
+const std::shared_ptr<const tensor>& empty_tensor() {
+  static const auto e = std::make_shared<const tensor>();
+  return e;
+}
+
 struct device_state {
   device_options opt;
   std::unique_ptr<worker_pool> streams;  // kernels
@@ -37,6 +43,8 @@ struct device_state {
   std::vector<std::uint32_t> refs;                 // uses left before buf[op] can go
   std::uint64_t bytes = 0;
   std::vector<op_done_msg> done;  // completions not yet reported
+  std::vector<transfer_done_msg> arrived;  // received copies not yet reported
+  std::vector<const tensor*> ptrs;  // inline kernels' argument list (reused)
 
   static inline const char* name = "doppler.device";
 
@@ -65,6 +73,7 @@ struct device_state {
     bytes = 0;
     if (streams) streams->drop_queued();
     done.clear();
+    arrived.clear();
     dispatcher = nullptr;
   }
 };
@@ -85,9 +94,12 @@ void on_kernel_done(device_pointer self, op_index i, std::int64_t start, std::in
 /// Reports the batched completions once the mailbox is drained (or the batch is large).
 void flush_done(device_pointer self) {
   auto& st = self->state;
-  if (st.done.empty() || (st.done.size() < 256 && !self->mailbox().empty())) return;
-  self->send(st.dispatcher, std::move(st.done));
+  std::size_t n = st.done.size() + st.arrived.size();
+  if (n == 0 || (n < 256 && !self->mailbox().empty())) return;
+  if (!st.done.empty()) self->send(st.dispatcher, std::move(st.done));
+  if (!st.arrived.empty()) self->send(st.dispatcher, std::move(st.arrived));
   st.done = {};
+  st.arrived = {};
 }
 
 void launch(device_pointer self, op_index i) {
@@ -105,12 +117,12 @@ void launch(device_pointer self, op_index i) {
   }
   for (op_index p : g.preds(i)) st.release_use(p);
   if (st.opt.kernels->runs_inline()) {
-    std::vector<const tensor*> ptrs;
-    for (auto& a : args) ptrs.push_back(a.get());
+    st.ptrs.clear();
+    for (auto& a : args) st.ptrs.push_back(a.get());
     auto start = now_ns();
     try {
-      auto out = std::make_shared<const tensor>(st.opt.kernels->execute(g, i, ptrs, st.plan->seed));
-      on_kernel_done(self, i, start, now_ns(), std::move(out));
+      tensor out = st.opt.kernels->execute(g, i, st.ptrs, st.plan->seed);
+      on_kernel_done(self, i, start, now_ns(), out.empty() ? empty_tensor() : std::make_shared<const tensor>(std::move(out)));
     } catch (const std::exception& e) {
       self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, e.what()});
     }
@@ -132,6 +144,14 @@ void launch(device_pointer self, op_index i) {
       caf::anon_send(me, op_failed_msg{plan->run, i, dev, "unknown exception"});
     }
   });
+}
+
+/// A copy of a peer's tensor is in this device's buffers: keep it for the local consumers, report.
+void copy_done(device_pointer self, copy_done_msg m) {
+  auto& st = self->state;
+  std::uint64_t bytes = m.copy.ptr ? held_bytes(*m.copy.ptr) : 0;
+  if (m.copy.ptr) st.store(m.op, std::move(m.copy.ptr), st.plan->consumers_on(m.op, st.opt.index));
+  st.arrived.push_back(transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
 }
 
 device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
@@ -163,24 +183,27 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         for (op_index i : ops) launch(self, i);
         flush_done(self);
       },
-      [=](send_atom, std::uint64_t run, op_index i, device_index dst) {
+      [=](send_atom, std::uint64_t run, const std::vector<op_index>& ops, const std::vector<device_index>& dsts) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
-        if (!st.buf[i]) {
-          self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
-                                                  "output to send is not in the device's buffers"});
-          return;
+        for (std::size_t k = 0; k < ops.size() && k < dsts.size(); ++k) {
+          op_index i = ops[k];
+          if (!st.buf[i]) {
+            self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
+                                                    "output to send is not in the device's buffers"});
+            return;
+          }
+          self->send(st.plan->devices[dsts[k]], tensor_atom::value, run, i, st.opt.index, tensor_ref{st.buf[i]});
+          st.release_use(i);
         }
-        self->send(st.plan->devices[dst], tensor_atom::value, run, i, st.opt.index, tensor_ref{st.buf[i]});
-        st.release_use(i);
         flush_done(self);
       },
       [=](tensor_atom, std::uint64_t run, op_index i, device_index src, tensor_ref& t) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
-        if (st.opt.kernels->runs_inline()) {  // null backend: the copy is the pointer
-          auto start = now_ns();
-          self->send(self, copy_done_msg{run, i, src, start, now_ns(), std::move(t)});
+        if (st.opt.kernels->runs_inline()) {  // null backend: nothing to copy, done at once
+          auto at = now_ns();
+          copy_done(self, copy_done_msg{run, i, src, at, at, std::move(t)});
           return flush_done(self);
         }
         device_actor me = self;
@@ -206,10 +229,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       [=](copy_done_msg& m) {
         auto& st = self->state;
         if (!st.active || m.run != st.run) return;
-        std::uint64_t bytes = m.copy.ptr ? held_bytes(*m.copy.ptr) : 0;
-        if (m.copy.ptr) st.store(m.op, std::move(m.copy.ptr), st.plan->consumers_on(m.op, st.opt.index));
-        self->send(st.dispatcher,
-                   transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
+        copy_done(self, std::move(m));
         flush_done(self);
       },
       [=](collect_atom, std::uint64_t run) {

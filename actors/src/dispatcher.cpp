@@ -33,6 +33,8 @@ struct dispatcher_state {
   std::uint32_t level = 0;
   std::size_t outstanding = 0;
   std::vector<std::vector<op_index>> to_execute;  // per device: ready ops not yet sent
+  std::vector<std::vector<op_index>> to_send_ops;  // per source device: transfers not yet ordered
+  std::vector<std::vector<device_index>> to_send_dsts;
   std::size_t buffered = 0;
 
   static inline const char* name = "doppler.dispatcher";
@@ -83,6 +85,13 @@ void flush(dispatcher_pointer self) {
     if (st.to_execute[d].empty()) continue;
     self->send(st.plan->devices[d], execute_atom::value, st.plan->run, std::move(st.to_execute[d]));
     st.to_execute[d] = {};
+  }
+  for (device_index d = 0; d < st.to_send_ops.size(); ++d) {
+    if (st.to_send_ops[d].empty()) continue;
+    self->send(st.plan->devices[d], send_atom::value, st.plan->run, std::move(st.to_send_ops[d]),
+               std::move(st.to_send_dsts[d]));
+    st.to_send_ops[d] = {};
+    st.to_send_dsts[d] = {};
   }
   st.buffered = 0;
 }
@@ -172,8 +181,29 @@ void op_done(dispatcher_pointer self, const op_done_msg& m) {
   for (device_index dst : p.remote_dests(i)) {
     ++st.transfers_open;
     if (p.mode == exec_mode::bsp) ++st.outstanding;
-    self->send(p.devices[m.device], send_atom::value, p.run, i, dst);
+    st.to_send_ops[m.device].push_back(i);
+    st.to_send_dsts[m.device].push_back(dst);
+    ++st.buffered;
   }
+  if (p.mode == exec_mode::bsp) --st.outstanding;
+  maybe_done(self);
+}
+
+void transfer_done(dispatcher_pointer self, const transfer_done_msg& m) {
+  auto& st = self->state;
+  const auto& p = *st.plan;
+  --st.transfers_open;
+  ++st.report.transfers;
+  st.report.bytes_moved += m.bytes;
+  double a = st.seconds(m.start_ns), b = st.seconds(m.end_ns);
+  st.report.makespan = std::max(st.report.makespan, b);
+  const auto& rt = p.c->route_between(m.src, m.dst);
+  for (link_index l : rt.links) st.report.link_bytes[l] += static_cast<double>(m.bytes);
+  if (p.record_trace)
+    st.report.events.push_back(trace_event{trace_event::kind::transfer, m.op,
+                                           rt.links.empty() ? 0u : rt.links.front(), m.dst, a, b});
+  for (op_index s : p.g->succs(m.op))
+    if (p.device_of(s) == m.dst) input_arrived(self, s);
   if (p.mode == exec_mode::bsp) --st.outstanding;
   maybe_done(self);
 }
@@ -218,6 +248,8 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         for (op_index i = 0; i < n; ++i) st.remaining[i] = static_cast<std::uint32_t>(g.preds(i).size());
         st.intervals.assign(p.c->device_count(), {});
         st.to_execute.assign(p.c->device_count(), {});
+        st.to_send_ops.assign(p.c->device_count(), {});
+        st.to_send_dsts.assign(p.c->device_count(), {});
         st.report.link_bytes.assign(p.c->links().size(), 0.0);
         if (p.record_trace) st.report.events.reserve(n + p.remote_dest.size());
         for (auto& d : p.devices) self->monitor(d);
@@ -263,24 +295,11 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         }
         flush(self);
       },
-      [=](transfer_done_msg& m) {
-        auto& st = self->state;
-        if (st.finished || m.run != st.plan->run) return;
-        const auto& p = *st.plan;
-        --st.transfers_open;
-        ++st.report.transfers;
-        st.report.bytes_moved += m.bytes;
-        double a = st.seconds(m.start_ns), b = st.seconds(m.end_ns);
-        st.report.makespan = std::max(st.report.makespan, b);
-        const auto& rt = p.c->route_between(m.src, m.dst);
-        for (link_index l : rt.links) st.report.link_bytes[l] += static_cast<double>(m.bytes);
-        if (p.record_trace)
-          st.report.events.push_back(trace_event{trace_event::kind::transfer, m.op,
-                                                 rt.links.empty() ? 0u : rt.links.front(), m.dst, a, b});
-        for (op_index s : p.g->succs(m.op))
-          if (p.device_of(s) == m.dst) input_arrived(self, s);
-        if (p.mode == exec_mode::bsp) --st.outstanding;
-        maybe_done(self);
+      [=](std::vector<transfer_done_msg>& batch) {
+        for (auto& m : batch) {
+          if (self->state.finished || m.run != self->state.plan->run) return;
+          transfer_done(self, m);
+        }
         flush(self);
       },
       [=](op_failed_msg& m) {

@@ -73,10 +73,13 @@ device_actor::behavior_type fake_device(device_actor::pointer self, device_index
         }
         self->send(caf::actor_cast<dispatcher_actor>(self->current_sender()), std::move(done));
       },
-      [=](send_atom, std::uint64_t run, op_index i, device_index dst) {
-        log->push_back(name + "send " + (*g)[i].id + " to dev" + std::to_string(dst));
-        self->send(caf::actor_cast<dispatcher_actor>(self->current_sender()),
-                   transfer_done_msg{run, i, me, dst, 0, 0, 64});
+      [=](send_atom, std::uint64_t run, const std::vector<op_index>& ops, const std::vector<device_index>& dsts) {
+        std::vector<transfer_done_msg> done;
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+          log->push_back(name + "send " + (*g)[ops[k]].id + " to dev" + std::to_string(dsts[k]));
+          done.push_back(transfer_done_msg{run, ops[k], me, dsts[k], 0, 0, 64});
+        }
+        self->send(caf::actor_cast<dispatcher_actor>(self->current_sender()), std::move(done));
       },
       [=](tensor_atom, std::uint64_t, op_index, device_index, tensor_ref&) {},
       [=](kernel_done_msg&) {}, [=](op_failed_msg&) {}, [=](copy_done_msg&) {},
@@ -161,7 +164,7 @@ TEST_CASE("a device that never answers: the timeout ends the run naming the op")
     return {
         [](begin_atom, const plan_ref&) { return caf::ok_atom::value; },
         [](execute_atom, std::uint64_t, std::vector<op_index>&) {},
-        [](send_atom, std::uint64_t, op_index, device_index) {},
+        [](send_atom, std::uint64_t, const std::vector<op_index>&, const std::vector<device_index>&) {},
         [](tensor_atom, std::uint64_t, op_index, device_index, tensor_ref&) {},
         [](kernel_done_msg&) {}, [](op_failed_msg&) {}, [](copy_done_msg&) {},
         [](collect_atom, std::uint64_t) { return std::vector<op_output>{}; },

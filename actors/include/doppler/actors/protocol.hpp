@@ -2,6 +2,8 @@
 /// The whole conversation of one graph run, in one place (STYLE habit 3).
 ///
 ///   engine ──run──▶ dispatcher ──begin / execute / send / collect / end──▶ device (one per device)
+///   (execute, send, op_done and transfer_done carry batches: what piled up while the sender's mailbox
+///   was busy; an idle sender sends at once)
 ///                       ▲                                                    │  ▲
 ///                       └──────── op_done / transfer_done / op_failed ───────┘  │ tensor (peer copy)
 ///                                                                  worker threads ──kernel/copy done──┘
@@ -128,8 +130,8 @@ using device_actor = caf::typed_actor<
     /// Every input of these ops is in this device's buffers: queue them by priority and run them.
     /// (The dispatcher batches the ops that became ready while its mailbox was busy.)
     caf::reacts_to<execute_atom, std::uint64_t, std::vector<op_index>>,
-    /// Send op's output (in this device's buffers) to device `dst`.
-    caf::reacts_to<send_atom, std::uint64_t, op_index, device_index>,
+    /// Send the output of ops[k] (in this device's buffers) to device dsts[k], for every k.
+    caf::reacts_to<send_atom, std::uint64_t, std::vector<op_index>, std::vector<device_index>>,
     /// A peer's tensor arrives: copy it into this device's buffers, then report transfer_done.
     caf::reacts_to<tensor_atom, std::uint64_t, op_index, device_index, tensor_ref>,
     /// Worker threads report back.
@@ -146,7 +148,7 @@ using dispatcher_actor = caf::typed_actor<
     /// Run the plan once; answered with the report (ok or failure) — never left unanswered.
     caf::replies_to<run_atom>::with<run_report>,
     /// Ops finished (a device batches the completions it has while its own mailbox is busy).
-    caf::reacts_to<std::vector<op_done_msg>>, caf::reacts_to<transfer_done_msg>,
+    caf::reacts_to<std::vector<op_done_msg>>, caf::reacts_to<std::vector<transfer_done_msg>>,
     caf::reacts_to<op_failed_msg>,
     /// The per-run timeout fired.
     caf::reacts_to<timeout_atom, std::uint64_t>>;
@@ -219,6 +221,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_done_msg))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::op_done_msg>))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::transfer_done_msg))
+  CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::transfer_done_msg>))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_failed_msg))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::kernel_done_msg))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::copy_done_msg))
