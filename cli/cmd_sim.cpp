@@ -220,7 +220,7 @@ void add_sim_commands(CLI::App& app) {
       check_placement(p, g, c);
       save_placement(p, g, c, o->out);
       auto r = simulate(g, c, p, cm, po.sim);
-      double lb = makespan_lower_bound(g, c, cm);
+      double lb = makespan_lower_bound(g, c, cm, to_sim_options(o->f));
       std::ostream& os = o->out == "-" ? std::cerr : std::cout;
       std::vector<std::size_t> per(c.device_count(), 0);
       for (device_index d : p.device) ++per[d];
@@ -267,7 +267,7 @@ void add_sim_commands(CLI::App& app) {
       if (o->placement_file.empty()) p = cp_place(g, c, cm, o->seed);
       else p = load_placement(o->placement_file, g, c);
       check_placement(p, g, c);
-      double lb = makespan_lower_bound(g, c, cm);
+      double lb = makespan_lower_bound(g, c, cm, so);
       std::vector<double> spans;
       nlohmann::json first;
       for (int i = 0; i < o->runs; ++i) {
@@ -337,7 +337,7 @@ void add_sim_commands(CLI::App& app) {
       }
       if (names.empty()) throw error(errc::bad_argument, "", "--methods", "no method named");
       for (auto& n : names) make_placer(n);  // unknown names fail before any work
-      double lb = makespan_lower_bound(g, c, cm);
+      double lb = makespan_lower_bound(g, c, cm, to_sim_options(o->f));
       nlohmann::json rows = nlohmann::json::array();
       for (auto& n : names) {
         std::vector<double> spans, times;

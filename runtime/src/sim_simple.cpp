@@ -1,18 +1,29 @@
 // The DOPPLER paper's public simulator (`sim_model::simple`). docs/simulator.md is the spec.
 //
-// One FIFO queue per device, filled in priority order (the placement's `order`, else the graph's
-// topological order); an op starts at max(device free, max over producers of producer end + (on
-// another device ? producer bytes / route bottleneck bandwidth : 0)). Transfers never contend and
-// pay no latency; every cross-device edge pays its producer's full output, even when several
-// consumers share a device. Because the priority order is topological, one pass over it in order
-// is the whole simulation.
+// The paper's env/cost.py (a SimPy model) semantics: an op becomes ready on its device when every
+// input has arrived — producer end + (producer on another device ? producer bytes / route bottleneck
+// bandwidth : 0); transfers never contend and pay no latency; every cross-device edge pays its
+// producer's full output, even when several consumers share a device. Each device serves its ready
+// ops one at a time, FIFO by ready time (ties: lower op index). The placement's `order` does not
+// matter here: the paper's queues are FIFO. In `bsp` mode a level starts only after the previous
+// level's ops and their outgoing transfers are done.
 #include <doppler/runtime/graph_algos.hpp>
 
 #include "sim_detail.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
 
 namespace doppler::detail {
+
+namespace {
+
+/// (time, op): ordered by time, then op index.
+using timed_op = std::pair<double, op_index>;
+using min_heap = std::priority_queue<timed_op, std::vector<timed_op>, std::greater<>>;
+
+}  // namespace
 
 sim_result simulate_simple(const graph& g, const cluster& c, const placement& p, sim_inputs& in,
                            const sim_options& opt) {
@@ -21,60 +32,104 @@ sim_result simulate_simple(const graph& g, const cluster& c, const placement& p,
   r.busy.assign(devices, 0.0);
   r.link_bytes.assign(c.links().size(), 0.0);
   if (n == 0) return r;
-
-  std::span<const op_index> order = p.order.empty() ? g.topo_order() : std::span<const op_index>(p.order);
-  const bool bsp = opt.mode == exec_mode::bsp;
-  std::vector<std::uint32_t> lv;
-  std::vector<op_index> by_level;
-  if (bsp) {
-    // Level by level, each level in priority order; a barrier after each level waits for its ops
-    // and for their outputs to reach every consuming device.
-    lv = levels(g);
-    by_level.assign(order.begin(), order.end());
-    std::stable_sort(by_level.begin(), by_level.end(),
-                     [&](op_index a, op_index b) { return lv[a] < lv[b]; });
-    order = by_level;
-  }
+  if (opt.record_trace) r.events.reserve(n + g.edge_count());
 
   const device_index* dev = p.device.data();
-  std::vector<double> dev_free(devices, 0.0), end(n, 0.0);
-  if (opt.record_trace) r.events.reserve(n + g.edge_count());
-  double barrier = 0, next_barrier = 0;
-  std::uint32_t level = 0;
-  for (op_index v : order) {
-    if (bsp && lv[v] != level) {
-      level = lv[v];
-      barrier = next_barrier;
+  const bool bsp = opt.mode == exec_mode::bsp;
+  std::vector<std::uint32_t> lv;
+  if (bsp) lv = levels(g);
+
+  std::vector<double> ready_at(n, 0.0), start(n, 0.0);
+  std::vector<std::uint32_t> missing(n);
+  std::vector<min_heap> queue(devices);   // ready ops per device
+  std::vector<bool> busy(devices, false);
+  // Events: ready (kind 0) before finish (kind 1) at equal times, as the paper's replica orders them.
+  struct event {
+    double time;
+    int kind;
+    op_index v;
+    bool operator>(const event& o) const {
+      if (time != o.time) return time > o.time;
+      if (kind != o.kind) return kind > o.kind;
+      return v > o.v;
     }
+  };
+  std::priority_queue<event, std::vector<event>, std::greater<>> events;
+
+  // bsp: ops of level L wait for every op of level L-1 and its outgoing transfers.
+  std::vector<std::uint32_t> level_left;
+  std::vector<double> level_done;  // completion time of level L incl. outgoing transfers
+  std::vector<std::vector<op_index>> held;  // ops of level L whose inputs are in, waiting for the barrier
+  if (bsp) {
+    std::uint32_t levels_n = *std::max_element(lv.begin(), lv.end()) + 1;
+    level_left.assign(levels_n, 0);
+    level_done.assign(levels_n, 0.0);
+    held.resize(levels_n);
+    for (op_index v = 0; v < n; ++v) ++level_left[lv[v]];
+  }
+
+  auto release = [&](op_index v) {  // inputs of v are all in: ready_at[v] is final
+    if (bsp && lv[v] > 0 && level_left[lv[v] - 1] > 0) {
+      held[lv[v]].push_back(v);
+      return;
+    }
+    if (bsp && lv[v] > 0) ready_at[v] = std::max(ready_at[v], level_done[lv[v] - 1]);
+    events.push({ready_at[v], 0, v});
+  };
+
+  for (op_index v = 0; v < n; ++v) {
+    missing[v] = static_cast<std::uint32_t>(g.preds(v).size());
+    if (missing[v] == 0) release(v);
+  }
+
+  auto start_next = [&](device_index d, double t) {
+    if (busy[d] || queue[d].empty()) return;
+    op_index v = queue[d].top().second;
+    queue[d].pop();
+    busy[d] = true;
+    start[v] = t;
+    events.push({t + in.op_time[v], 1, v});
+  };
+
+  while (!events.empty()) {
+    event e = events.top();
+    events.pop();
+    const op_index v = e.v;
     const device_index d = dev[v];
-    double start = std::max(dev_free[d], barrier);
-    for (op_index u : g.preds(v)) {
-      double arrive = end[u];
-      if (dev[u] != d) {
-        const route& rt = c.route_between(dev[u], d);
-        arrive += in.bytes[u] / rt.bandwidth * in.factor();
-        for (link_index l : rt.links) {
-          r.link_bytes[l] += in.bytes[u];
-          if (opt.record_trace)
-            r.events.push_back({trace_event::kind::transfer, u, l, d, end[u], arrive});
-        }
-        ++r.event_count;
-      }
-      start = std::max(start, arrive);
-    }
-    const double finish = start + in.op_time[v];
-    end[v] = finish;
-    dev_free[d] = finish;
-    r.busy[d] += in.op_time[v];
-    r.makespan = std::max(r.makespan, finish);
     ++r.event_count;
-    if (opt.record_trace) r.events.push_back({trace_event::kind::op, v, d, 0, start, finish});
-    if (bsp) {
-      next_barrier = std::max(next_barrier, finish);
-      for (op_index s : g.succs(v))
-        if (dev[s] != d)
-          next_barrier = std::max(next_barrier, finish + in.bytes[v] / c.route_between(d, dev[s]).bandwidth);
+    if (e.kind == 0) {
+      queue[d].push({e.time, v});
+    } else {
+      busy[d] = false;
+      r.busy[d] += in.op_time[v];
+      r.makespan = std::max(r.makespan, e.time);
+      if (opt.record_trace) r.events.push_back({trace_event::kind::op, v, d, 0, start[v], e.time});
+      double out_done = e.time;
+      for (op_index s : g.succs(v)) {
+        double arrive = e.time;
+        if (dev[s] != d) {
+          const route& rt = c.route_between(d, dev[s]);
+          arrive += in.bytes[v] / rt.bandwidth * in.factor();
+          for (link_index l : rt.links) {
+            r.link_bytes[l] += in.bytes[v];
+            if (opt.record_trace) r.events.push_back({trace_event::kind::transfer, v, l, dev[s], e.time, arrive});
+          }
+        }
+        out_done = std::max(out_done, arrive);
+        ready_at[s] = std::max(ready_at[s], arrive);
+        if (--missing[s] == 0) release(s);
+      }
+      if (bsp) {
+        auto L = lv[v];
+        level_done[L] = std::max(level_done[L], out_done);
+        if (--level_left[L] == 0 && L + 1 < held.size()) {
+          if (L > 0) level_done[L] = std::max(level_done[L], level_done[L - 1]);
+          auto waiting = std::move(held[L + 1]);
+          for (op_index s : waiting) release(s);
+        }
+      }
     }
+    start_next(d, e.time);
   }
   return r;
 }
