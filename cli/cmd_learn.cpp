@@ -1,4 +1,5 @@
-// Learner subcommands: train (phases I and II), place-learned. Built only with LibTorch.
+// Learner subcommands: train (phases I, II and, with the actor runtime, III), place-learned.
+// Built only with LibTorch, into doppler-learn (`doppler` forwards these commands to it).
 
 #include "commands.hpp"
 
@@ -12,6 +13,10 @@
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/sim.hpp>
+
+#ifdef DOPPLER_HAVE_ACTORS
+#include <doppler/actors/engine.hpp>
+#endif
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -43,10 +48,11 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
     double f = total ? static_cast<double>(r.episode) / total : 1.0;
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int w = 24, filled = static_cast<int>(f * w);
-    std::cerr << fmt::format("{}{} [{}{}] {}/{} best {:.4g} avg {:.4g} ({:.3f}x cp) {:.1f}s{}", tty ? "\r" : "",
-                             r.phase, std::string(filled, '#'), std::string(w - filled, '.'), r.episode, total,
-                             r.best, *avg, cp > 0 ? r.best / cp : 0.0, s,
-                             tty && r.episode != total ? "" : "\n")
+    // Measured (phase III) makespans are not comparable with the simulated cp.
+    std::string vs = cp > 0 && r.phase != "real" ? fmt::format(" ({:.3f}x cp)", r.best / cp) : "";
+    std::cerr << fmt::format("{}{:<4} [{}{}] {}/{} best {:.4g} avg {:.4g}{} {:.1f}s{}", tty ? "\r" : "", r.phase,
+                             std::string(filled, '#'), std::string(w - filled, '.'), r.episode, total, r.best,
+                             *avg, vs, s, tty && r.episode != total ? "" : "\n")
               << std::flush;
   };
 }
@@ -55,6 +61,7 @@ void add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the simulator");
   struct opts {
     std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs;
+    int real_repeat = 1;
     learner::train_options t;
     learner::policy_options p;
   };
@@ -65,10 +72,18 @@ void add_train(CLI::App& app) {
   cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
   cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->capture_default_str();
   cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->capture_default_str();
+  cmd->add_option("--real-episodes", o->t.real_episodes,
+                  "Phase III episodes: makespans measured on the actor runtime (CPU backend)")->capture_default_str();
+  cmd->add_option("--real-repeat", o->real_repeat, "Phase III: runs averaged per measured episode")->capture_default_str();
   cmd->add_option("--batch", o->t.batch, "Episodes per update")->capture_default_str();
   cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->capture_default_str();
   cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->capture_default_str();
   cmd->add_option("--entropy", o->t.entropy, "Phase II entropy bonus (start)")->capture_default_str();
+  cmd->add_option("--baseline-decay", o->t.baseline_decay,
+                  "Phase II/III baseline: 0 = running mean of all costs (paper), else EMA decay per update")
+      ->capture_default_str();
+  cmd->add_option("--normalize-advantages", o->t.normalize_advantages,
+                  "Phase II/III: divide advantages by the batch's cost spread (true|false)")->capture_default_str();
   cmd->add_option("--temperature", o->t.temperature, "Phase II sampling temperature")->capture_default_str();
   cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->capture_default_str();
   cmd->add_option("--hidden", o->p.hidden, "Encoder dims (paper: 128)")->capture_default_str();
@@ -96,10 +111,24 @@ void add_train(CLI::App& app) {
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes, o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);
     double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);
-    o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes, cp);
+#ifdef DOPPLER_HAVE_ACTORS
+    std::unique_ptr<engine> eng;
+    if (o->t.real_episodes > 0) {
+      eng = std::make_unique<engine>(c);
+      auto shared = std::make_shared<const graph>(g);
+      int repeat = std::max(1, o->real_repeat);
+      o->t.measure = [&eng, shared, repeat](const placement& p) {
+        return eng->run(shared, p, run_options{}.with_repeat(repeat).with_trace(false)).mean_makespan();
+      };
+    }
+#else
+    if (o->t.real_episodes > 0)
+      throw error(errc::bad_argument, "", "--real-episodes", "this build has no actor runtime (DOPPLER_WITH_ACTORS=OFF)");
+#endif
+    o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + o->t.real_episodes, cp);
     auto r = learner::train(pol, pb, o->t);
     pol.save(o->out);
-    int eps = o->t.il_episodes + o->t.rl_episodes;
+    int eps = o->t.il_episodes + o->t.rl_episodes;  // simulated episodes (phase III reported apart)
     std::cout << fmt::format(
         "cp {:.6g} s, lower bound {:.6g} s\n"
         "initial greedy {:.6g} s; after training: greedy {:.6g} s ({:.3f}x cp), best {:.6g} s ({:.3f}x cp)\n"
@@ -108,6 +137,9 @@ void add_train(CLI::App& app) {
         r.cp_makespan, r.lower_bound, r.initial_greedy_makespan, r.greedy_makespan, r.greedy_makespan / r.cp_makespan,
         r.best_makespan, r.best_makespan / r.cp_makespan, 100 * r.final_agreement, 100 * r.final_sel_agreement, 100 * r.final_plc_agreement, r.il_seconds, r.rl_seconds,
         eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0, o->out);
+    if (o->t.real_episodes > 0)
+      std::cout << fmt::format("phase III: measured greedy makespan {:.6g} s -> {:.6g} s ({} episodes, {:.1f} s)\n",
+                               r.real_initial_greedy, r.real_final_greedy, o->t.real_episodes, r.real_seconds);
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve));
     if (!o->svg.empty())
       learner::write_text_file(o->svg, learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 
 namespace doppler::learner {
@@ -45,7 +46,7 @@ agreement teacher_agreement(policy& pol, const problem& pb) {
 
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
   if (opt.batch < 1) throw error(errc::bad_argument, "learner: batch must be >= 1");
-  if (opt.il_episodes < 0 || opt.rl_episodes < 0)
+  if (opt.il_episodes < 0 || opt.rl_episodes < 0 || opt.real_episodes < 0)
     throw error(errc::bad_argument, "learner: episode counts must be >= 0");
   train_result res;
   res.cp_makespan = score(pb, cp_place(pb.g(), pb.c(), pb.cm(), 0, nullptr, pb.respect_memory()), opt.sim);
@@ -54,8 +55,7 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
   res.best_makespan = res.initial_greedy_makespan = score(pb, res.best, opt.sim);
 
   int episode_no = 0;
-  auto record = [&](const episode& ep, const char* phase, double loss, double agreement) {
-    double ms = score(pb, ep.result, opt.sim);
+  auto record = [&](const episode& ep, const char* phase, double loss, double agreement, double ms) {
     if (ms < res.best_makespan) {
       res.best_makespan = ms;
       res.best = ep.result;
@@ -84,7 +84,8 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
     }
     double loss = pol.imitation_update(pb, batch);
     for (const auto& ep : batch)
-      record(ep, "il", loss, ep.steps() ? static_cast<double>(ep.both_agree) / ep.steps() : 1.0);
+      record(ep, "il", loss, ep.steps() ? static_cast<double>(ep.both_agree) / ep.steps() : 1.0,
+             score(pb, ep.result, opt.sim));
     done += b;
   }
   res.il_seconds = seconds_since(t0);
@@ -93,42 +94,70 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
   res.final_sel_agreement = agree.sel;
   res.final_plc_agreement = agree.plc;
 
-  // Phase II: REINFORCE with the running mean of all costs so far as the baseline; the advantage is
-  // relative, (baseline − cost) / baseline, so the step size does not depend on the time unit.
+  // Phases II and III: REINFORCE with the running mean of all costs so far as the baseline; the
+  // advantage is relative, (baseline − cost) / baseline, so the step size does not depend on the
+  // time unit. Phase II's costs come from the simulator, phase III's from opt.measure.
+  auto reinforce = [&](const char* phase, int episodes, const std::function<double(const placement&)>& cost,
+                       std::uint64_t stream) {
+    double cost_sum = 0, ema = 0, phase_best = std::numeric_limits<double>::infinity();
+    std::size_t cost_n = 0;
+    std::vector<double> costs, adv;
+    for (int done = 0; done < episodes;) {
+      const double x = episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
+      pol.set_learning_rate(opt.rl_lr * lerp(1.0, opt.lr_final, x));
+      const int b = std::min(opt.batch, episodes - done);
+      batch.clear();
+      costs.clear();
+      for (int i = 0; i < b; ++i) {
+        auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + stream + static_cast<std::uint64_t>(done + i)),
+                                         opt.temperature, opt.rl_epsilon);
+        batch.push_back(pol.rollout(pb, o));
+        costs.push_back(cost(batch.back().result));
+      }
+      double batch_mean = 0;
+      for (double c : costs) batch_mean += c;
+      batch_mean /= static_cast<double>(costs.size());
+      // The paper's running mean of every cost so far, or (baseline_decay > 0) an exponential one.
+      double baseline = cost_n == 0 ? batch_mean
+                        : opt.baseline_decay > 0 ? ema
+                                                 : cost_sum / static_cast<double>(cost_n);
+      ema = cost_n == 0 ? batch_mean : opt.baseline_decay * ema + (1 - opt.baseline_decay) * batch_mean;
+      adv.clear();
+      for (double c : costs) adv.push_back(baseline > 0 ? (baseline - c) / baseline : 0.0);
+      if (opt.normalize_advantages && adv.size() > 1) {  // unit scale: the policy term dominates β·H
+        double var = 0;
+        for (double c : costs) var += (c - batch_mean) * (c - batch_mean);
+        double sd = std::sqrt(var / static_cast<double>(costs.size())) / std::max(baseline, 1e-300);
+        if (sd > 1e-9)
+          for (double& a : adv) a /= sd;
+      }
+      double loss = pol.reinforce_update(pb, batch, adv, opt.gamma, lerp(opt.entropy, opt.entropy_final, x));
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        cost_sum += costs[i];
+        ++cost_n;
+        if (stream == 0) {
+          record(batch[i], phase, loss, -1, costs[i]);
+        } else {  // measured costs: their own best, not mixed with simulated ones
+          phase_best = std::min(phase_best, costs[i]);
+          train_row row{++episode_no, phase, costs[i], phase_best, loss, -1};
+          res.curve.push_back(row);
+          if (opt.on_episode) opt.on_episode(row);
+        }
+      }
+      done += b;
+    }
+  };
   t0 = std::chrono::steady_clock::now();
-  double cost_sum = 0;
-  std::size_t cost_n = 0;
-  std::vector<double> costs, adv;
-  for (int done = 0; done < opt.rl_episodes;) {
-    const double x = opt.rl_episodes > 1 ? static_cast<double>(done) / (opt.rl_episodes - 1) : 1.0;
-    pol.set_learning_rate(opt.rl_lr * lerp(1.0, opt.lr_final, x));
-    const int b = std::min(opt.batch, opt.rl_episodes - done);
-    batch.clear();
-    costs.clear();
-    for (int i = 0; i < b; ++i) {
-      auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + 0x5bd1e995ULL + static_cast<std::uint64_t>(done + i)),
-                                       opt.temperature, opt.rl_epsilon);
-      batch.push_back(pol.rollout(pb, o));
-      costs.push_back(score(pb, batch.back().result, opt.sim));
-    }
-    double baseline = 0;
-    if (cost_n == 0) {
-      for (double c : costs) baseline += c;
-      baseline /= static_cast<double>(costs.size());
-    } else {
-      baseline = cost_sum / static_cast<double>(cost_n);
-    }
-    adv.clear();
-    for (double c : costs) adv.push_back(baseline > 0 ? (baseline - c) / baseline : 0.0);
-    double loss = pol.reinforce_update(pb, batch, adv, opt.gamma, lerp(opt.entropy, opt.entropy_final, x));
-    for (double c : costs) {
-      cost_sum += c;
-      ++cost_n;
-    }
-    for (const auto& ep : batch) record(ep, "rl", loss, -1);
-    done += b;
-  }
+  reinforce("rl", opt.rl_episodes, [&](const placement& p) { return score(pb, p, opt.sim); }, 0);
   res.rl_seconds = seconds_since(t0);
+  if (opt.real_episodes > 0) {
+    if (!opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");
+    t0 = std::chrono::steady_clock::now();
+    res.real_initial_greedy = opt.measure(pol.place(pb));
+    reinforce("real", opt.real_episodes, opt.measure, 0x2545f4914f6cdd1dULL);
+    res.real_final_greedy = opt.measure(pol.place(pb));
+    res.real_seconds = seconds_since(t0);
+  }
   auto greedy = pol.place(pb);
   res.greedy_makespan = score(pb, greedy, opt.sim);
   if (res.greedy_makespan < res.best_makespan) {

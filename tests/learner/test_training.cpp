@@ -49,22 +49,26 @@ TEST_CASE("phase I: imitation drives agreement with cp to >= 90%") {
 }
 
 TEST_CASE("phase II: REINFORCE improves makespan over its initial policy") {
-  graph g = paper("chain_mm_112nodes.txt");
+  graph g = paper("full_transformer_layer_261nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;
   problem pb(g, c, cm);
   policy pol(policy_options().with_hidden(32).with_steps(3).with_seed(2));
   train_options o;
-  o.with_il(0).with_rl(240).with_batch(8).with_seed(2).with_model(sim_model::simple);
-  o.rl_lr = 3e-3;
+  o.with_il(0).with_rl(240).with_batch(4).with_seed(2).with_model(sim_model::simple);
+  o.rl_lr = 1e-2;
+  o.entropy = o.entropy_final = 0;
+  o.temperature = 0.5;
+  o.normalize_advantages = true;
   auto r = train(pol, pb, o);
   REQUIRE(r.curve.size() == 240);
-  const double first = mean(r.curve, 0, 40), last = mean(r.curve, 200, 240);
-  MESSAGE("sampled mean makespan: first 40 episodes " << first << ", last 40 " << last << "; greedy "
-          << r.initial_greedy_makespan << " -> " << r.greedy_makespan << "; cp " << r.cp_makespan);
-  CHECK(last < 0.9 * first);
-  CHECK(r.greedy_makespan < r.initial_greedy_makespan);
+  MESSAGE("greedy makespan " << r.initial_greedy_makespan << " -> " << r.greedy_makespan << "; cp "
+          << r.cp_makespan << "; sampled mean first 40 " << mean(r.curve, 0, 40) << ", last 40 "
+          << mean(r.curve, 200, 240));
+  CHECK(r.greedy_makespan < 0.8 * r.initial_greedy_makespan);
+  CHECK(r.best_makespan <= r.greedy_makespan);
   for (std::size_t i = 1; i < r.curve.size(); ++i) CHECK(r.curve[i].best <= r.curve[i - 1].best);
+  CHECK(r.curve.back().phase == "rl");
 
   auto csv = curve_csv(r.curve);
   CHECK(csv.rfind("episode,phase,makespan,best,loss,agreement\n", 0) == 0);

@@ -1,6 +1,7 @@
 #pragma once
-/// DOPPLER's training phases I (imitation of the cp teacher, DAgger-like) and II (REINFORCE in the
-/// simulator), Torch-free orchestration over `policy`. docs/learner.md describes each rule.
+/// DOPPLER's training phases I (imitation of the cp teacher, DAgger-like), II (REINFORCE in the
+/// simulator) and III (the same update on measured makespans), Torch-free orchestration over
+/// `policy`. docs/learner.md describes each rule.
 
 #include <doppler/learner/policy.hpp>
 #include <doppler/runtime/sim.hpp>
@@ -15,7 +16,7 @@ namespace doppler::learner {
 /// One row of the training curve (one episode).
 struct train_row {
   int episode = 0;          ///< 1-based over both phases
-  std::string phase;        ///< "il" or "rl"
+  std::string phase;        ///< "il", "rl" or "real"
   double makespan = 0;      ///< simulated makespan of this episode's placement
   double best = 0;          ///< best makespan so far
   double loss = 0;          ///< loss of the update this episode took part in
@@ -25,9 +26,10 @@ struct train_row {
 struct train_options {
   int il_episodes = 200;        ///< phase I episodes
   int rl_episodes = 400;        ///< phase II episodes
+  int real_episodes = 0;        ///< phase III episodes (costs from `measure`)
   int batch = 4;                ///< episodes per update
   double il_lr = 1e-2;          ///< phase I Adam learning rate (decays linearly to lr_final × it)
-  double rl_lr = 5e-4;          ///< phase II Adam learning rate (decays linearly to lr_final × it)
+  double rl_lr = 1e-2;          ///< phase II Adam learning rate (decays linearly to lr_final × it)
   double lr_final = 0.2;        ///< learning-rate fraction reached at the end of each phase
   double il_epsilon = 0.3;      ///< phase I ε-greedy exploration at the start ...
   double il_epsilon_final = 0.05;  ///< ... and at the end (linear)
@@ -36,8 +38,13 @@ struct train_options {
   double entropy = 0.01;        ///< entropy bonus at the start of phase II ...
   double entropy_final = 0.001; ///< ... and at its end (linear)
   double gamma = 0.99;          ///< discount of the episode reward to earlier steps
+  bool normalize_advantages = true;   ///< divide advantages by the batch's relative cost σ
+  double baseline_decay = 0;    ///< 0: running mean of all costs (the paper); else EMA decay per update
   sim_options sim;              ///< the simulator that scores placements (model simple|wc, streams)
   std::uint64_t seed = 0;       ///< rollout sampling seeds derive from it
+  /// Phase III: the measured makespan of a placement on the real runtime (the actor engine; the
+  /// learner stays free of it). Required when real_episodes > 0.
+  std::function<double(const placement&)> measure;
   /// Called after every episode (the CLI's progress bar).
   std::function<void(const train_row&)> on_episode;
 
@@ -56,7 +63,9 @@ struct train_result {
   double initial_greedy_makespan = 0;  ///< the policy's greedy placement before training
   double cp_makespan = 0;         ///< the cp teacher (seed 0) under the same simulator
   double lower_bound = 0;         ///< makespan_lower_bound for the simulator options
-  double il_seconds = 0, rl_seconds = 0;
+  double il_seconds = 0, rl_seconds = 0, real_seconds = 0;
+  double real_initial_greedy = 0;  ///< phase III: measured makespan of the greedy placement before ...
+  double real_final_greedy = 0;    ///< ... and after it
   double final_agreement = 0;     ///< greedy rollout's teacher agreement after phase I (both choices)
   double final_sel_agreement = 0, final_plc_agreement = 0;  ///< the same per choice
 };
@@ -64,7 +73,7 @@ struct train_result {
 /// Simulated makespan of a placement under `opt`.
 double score(const problem& pb, const placement& p, const sim_options& opt);
 
-/// Runs phase I then phase II on one problem, updating `pol` in place.
+/// Runs phases I, II and III (those with episodes) on one problem, updating `pol` in place.
 train_result train(policy& pol, const problem& pb, const train_options& opt);
 
 /// Fractions of the steps of a greedy rollout on which SEL's op, PLC's device, and both, were in
