@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace doppler;
@@ -310,6 +311,23 @@ TEST_CASE("every workload runs through the reference executor with finite output
         CHECK_FALSE(bitwise_equal(other[i], outs[i]));
       }
     }
+  }
+}
+
+TEST_CASE("kernels are safe to run from several threads at once (device workers)") {
+  workload_params p;
+  p.heads = 4;
+  p.shards = 2;
+  graph g = make_workload("llama-layer", p);
+  const auto serial = execute_reference(g, 3);
+  std::vector<std::vector<tensor>> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < got.size(); ++k)
+    threads.emplace_back([&, k] { got[k] = execute_reference(g, 3); });
+  for (auto& th : threads) th.join();
+  for (const auto& outs : got) {
+    REQUIRE(outs.size() == serial.size());
+    for (op_index i = 0; i < g.size(); ++i) CHECK(bitwise_equal(outs[i], serial[i]));
   }
 }
 
