@@ -72,7 +72,7 @@ TEST_CASE("a kernel that throws ends the run naming the op and the device") {
     FAIL("the run should have failed");
   } catch (const run_failure& f) {
     std::string what = f.what();
-    CAPTURE(what);
+    MESSAGE(what);
     CHECK(what.find("'" + g[victim].id + "'") != std::string::npos);
     CHECK(what.find(c[p.device[victim]].id) != std::string::npos);
     CHECK(what.find("injected kernel fault") != std::string::npos);
@@ -110,7 +110,7 @@ TEST_CASE("a device actor killed mid-run ends the run naming the device, and the
     dev = f.device();
   }
   killer.join();
-  CAPTURE(what);
+  MESSAGE(what);
   CHECK(what.find("died") != std::string::npos);
   CHECK(what.find("cpu1") != std::string::npos);
   if (dev) CHECK(*dev == 1);
@@ -139,7 +139,7 @@ TEST_CASE("a run past its timeout fails naming the unfinished op, in bounded tim
     REQUIRE(f.op().has_value());
     CHECK(*f.op() == victim);
   }
-  CAPTURE(what);
+  MESSAGE(what);
   CHECK(what.find("timed out") != std::string::npos);
   CHECK(what.find("'" + g[victim].id + "'") != std::string::npos);
   CHECK(seconds_since(t0) < 1.2);  // the timeout, not the slow kernel, ended it
