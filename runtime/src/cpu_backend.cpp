@@ -2,10 +2,34 @@
 #include <doppler/runtime/cpu_backend.hpp>
 #include <doppler/runtime/error.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <new>
 #include <numeric>
 
 namespace doppler {
+
+namespace {
+
+/// Physical memory of this host in bytes (sysconf), or +inf where unknown.
+double host_memory() {
+  static const double bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && size > 0 ? double(pages) * double(size) : std::numeric_limits<double>::infinity();
+  }();
+  return bytes;
+}
+
+std::string fmt_bytes(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g GB", b / 1e9);
+  return buf;
+}
+
+}  // namespace
 
 shape_t output_shape(const graph& g, op_index i) {
   const op& o = g[i];
@@ -28,6 +52,15 @@ tensor execute_op(const graph& g, op_index i, std::span<const tensor* const> in,
                                             g[o.inputs[a]].id + "`) has shape " + to_string(in[a]->shape()) +
                                             ", expected " + to_string(want));
   }
+  // An output larger than the host's physical memory is refused up front (the DOPPLER paper's
+  // synthetic graphs declare terabytes per op); a failed allocation below is reported the same way.
+  const shape_t out_shape = output_shape(g, i);
+  const double out_bytes = numel(out_shape) * static_cast<double>(sizeof(float));
+  auto too_big = [&] {
+    return error(errc::infeasible, "op `" + o.id + "`: its output of " + fmt_bytes(out_bytes) +
+                                       " (as f32) does not fit in this host's memory (" + fmt_bytes(host_memory()) + ")");
+  };
+  if (out_bytes > host_memory()) throw too_big();
   const op_attrs& at = o.attrs;
   try {
     switch (o.kind) {
@@ -46,10 +79,12 @@ tensor execute_op(const graph& g, op_index i, std::span<const tensor* const> in,
       case op_kind::concat: return cpu::concat(in, at.axis);
       case op_kind::slice: return cpu::slice(*in[0], at.axis, at.start, at.end);
       case op_kind::reduce_sum: return cpu::reduce_sum(in);
-      case op_kind::synthetic: return cpu::synthetic(o.flops, output_shape(g, i), op_seed(seed, o.id));
+      case op_kind::synthetic: return cpu::synthetic(o.flops, out_shape, op_seed(seed, o.id));
     }
   } catch (const error& e) {
     throw error(e.code(), "op `" + o.id + "`: " + e.reason());
+  } catch (const std::bad_alloc&) {
+    throw too_big();
   }
   throw error(errc::internal, "op `" + o.id + "`: unhandled kind");
 }

@@ -273,6 +273,18 @@ TEST_CASE("execute_op checks its inputs and names the op") {
   }
   const tensor* one[] = {&x};
   CHECK_THROWS_AS((void)execute_op(g, 2, one), error);
+
+  // The DOPPLER paper's graphs are synthetic ops of 4e12 output bytes: a clear error, not a crash.
+  graph_builder pb("paper");
+  pb.add(synthetic_spec("n0", {}, {}, 0.0, 4e12 * 1024));
+  graph pg = std::move(pb).build();
+  try {
+    (void)execute_op(pg, 0, {});
+    FAIL("no error");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::infeasible);
+    CHECK(std::string(e.what()).find("`n0`") != std::string::npos);
+  }
 }
 
 TEST_CASE("every workload runs through the reference executor with finite outputs") {
