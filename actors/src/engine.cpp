@@ -33,6 +33,7 @@ struct engine::impl {
   std::mutex mutex;  // guards devices
   std::vector<actors::device_actor> devices;
   std::atomic<std::uint64_t> next_run{1};
+  std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
 
   impl(cluster cl, engine_options o)
       : opt(std::move(o)),
@@ -79,6 +80,7 @@ run_result engine::run(const graph& g, const placement& p, const run_options& op
 
 run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const run_options& opt) {
   if (opt.repeat < 1) throw error(errc::bad_argument, "run: repeat must be >= 1");
+  if (impl_->suspect.exchange(false)) impl_->heal();
   run_result result;
   for (int k = 0; k < opt.repeat; ++k) {
     auto plan = std::make_shared<actors::run_plan>();
@@ -135,6 +137,7 @@ void engine::kill_device(device_index d) {
   std::lock_guard lock(impl_->mutex);
   if (d >= impl_->devices.size()) throw error(errc::bad_argument, "kill_device: no device " + std::to_string(d));
   caf::anon_send_exit(impl_->devices[d], caf::exit_reason::kill);
+  impl_->suspect = true;
 }
 
 std::vector<double> run_result::makespans() const {

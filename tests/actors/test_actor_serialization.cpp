@@ -1,0 +1,91 @@
+// Every message type of the protocol serializes and deserializes (CAF 0.17 inspect overloads and the
+// doppler_actors type-id block): what device actors in other processes will need.
+#include <doppler/actors/protocol.hpp>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <vector>
+
+using namespace doppler;
+using namespace doppler::actors;
+
+namespace {
+
+struct system_fixture {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  system_fixture() {
+    cfg.add_message_types<caf::id_block::doppler_actors>();
+    cfg.set("logger.console", caf::atom("none"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+  template <class T>
+  T round_trip(T x) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{*sys, buf};
+    auto err = sink(x);
+    REQUIRE(!err);
+    T back;
+    caf::binary_deserializer source{*sys, buf};
+    err = source(back);
+    REQUIRE(!err);
+    return back;
+  }
+};
+
+tensor_ref make_tensor() {
+  return tensor_ref{std::make_shared<const tensor>(shape_t{2, 3}, std::vector<float>{1, -2, 3.5f, 4, 5, -6})};
+}
+
+}  // namespace
+
+TEST_CASE("tensor_ref: shape and values survive, into a fresh buffer") {
+  system_fixture f;
+  auto t = make_tensor();
+  auto back = f.round_trip(t);
+  REQUIRE(back.ptr);
+  CHECK(back.ptr != t.ptr);
+  CHECK(bitwise_equal(*back.ptr, *t.ptr));
+}
+
+TEST_CASE("completion messages and the run report") {
+  system_fixture f;
+  auto d = f.round_trip(std::vector<op_done_msg>{{3, 7, 1, 100, 250}, {3, 8, 2, 300, 400}});
+  REQUIRE(d.size() == 2);
+  CHECK(d[1].op == 8);
+  CHECK(d[1].device == 2);
+  CHECK(d[1].end_ns == 400);
+  auto t = f.round_trip(transfer_done_msg{3, 7, 1, 2, 10, 20, 4096});
+  CHECK(t.dst == 2);
+  CHECK(t.bytes == 4096);
+  auto e = f.round_trip(op_failed_msg{3, 9, 1, "injected"});
+  CHECK(e.what == "injected");
+  run_report r;
+  r.ok = true;
+  r.makespan = 0.25;
+  r.busy = {0.1, 0.2};
+  r.bytes_moved = 4096;
+  r.events.push_back(trace_event{trace_event::kind::transfer, 7, 3, 2, 0.1, 0.2});
+  r.outputs.push_back(op_output{9, make_tensor()});
+  auto rb = f.round_trip(r);
+  CHECK(rb.ok);
+  CHECK(rb.makespan == 0.25);
+  CHECK(rb.busy == r.busy);
+  REQUIRE(rb.events.size() == 1);
+  CHECK(rb.events[0].what == trace_event::kind::transfer);
+  CHECK(rb.events[0].dst == 2);
+  REQUIRE(rb.outputs.size() == 1);
+  CHECK(bitwise_equal(*rb.outputs[0].value.ptr, *r.outputs[0].value.ptr));
+}
+
+TEST_CASE("a whole message: registered types are found by name") {
+  system_fixture f;
+  auto msg = caf::make_message(tensor_atom::value, std::uint64_t{5}, op_index{2}, device_index{1}, make_tensor());
+  auto back = f.round_trip(msg);
+  REQUIRE(back.match_elements<tensor_atom, std::uint64_t, op_index, device_index, tensor_ref>());
+  CHECK(back.get_as<std::uint64_t>(1) == 5);
+  CHECK(bitwise_equal(*back.get_as<tensor_ref>(4).ptr, *make_tensor().ptr));
+}
