@@ -4,6 +4,7 @@
 
 #include <doppler/comm/msccl.hpp>
 #include <doppler/comm/planner.hpp>
+#include <doppler/comm/tenants.hpp>
 #include <doppler/comm/topologies.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/error.hpp>
@@ -83,7 +84,7 @@ void print_result(const comm::plan_result& r) {
 void add_plan_comm(CLI::App& app) {
   auto* cmd = app.add_subcommand("plan-comm", "Plan a collective or a demand file on a cluster (doppler-schedule/1)");
   struct opts {
-    std::string cluster = "dgx1-v100", tau = "fast", out, msccl;
+    std::string cluster = "dgx1-v100", tau = "fast", out, msccl, warm;
     demand_opts d;
     comm::plan_options p;
   };
@@ -99,10 +100,17 @@ void add_plan_comm(CLI::App& app) {
   cmd->add_flag("--switch-copy", o->p.switch_copy, "Switches may multicast");
   cmd->add_option("-o,--output", o->out, "Schedule file (default: none, summary only)");
   cmd->add_option("--msccl", o->msccl, "Also write the schedule as MSCCL XML");
+  cmd->add_option("--warm-start", o->warm,
+                  "Re-plan: keep this previous schedule's sends of chunks still in the demand, plan the rest");
   cmd->callback([o] {
     cluster c = comm::load_comm_cluster(o->cluster);
     comm::demand d = make_demand(c, o->d);
     set_tau(o->p, o->tau);
+    comm::schedule old;
+    if (!o->warm.empty()) {
+      old = comm::load_schedule(o->warm, c);
+      o->p.warm_start = &old;
+    }
     comm::plan_result r = comm::plan(c, d, o->p);
     print_result(r);
     if (!o->out.empty()) comm::save_schedule(r.sched, c, o->out);
@@ -236,6 +244,21 @@ void add_compare_comm(CLI::App& app) {
         std::replace(why.begin(), why.end(), ',', ';');
         csv += m + ",,,,,,,,,,," + why + "\n";
       }
+    }
+    if (d.jobs.size() > 1 && !rows.empty()) {
+      // Several tenants: the first method jointly vs each job alone vs first-come-first-served.
+      comm::plan_options p;
+      p.with_method(rows.front().first).with_time_limit(o->time_limit).with_switch_copy(o->switch_copy);
+      set_tau(p, o->tau);
+      comm::tenant_comparison t = comm::compare_tenants(c, d, p);
+      std::cout << fmt::format("tenants ({}): completion epochs per job\n{:<16} {:>7} {:>7} {:>7} {:>7}\n", p.method, "job",
+                               "weight", "joint", "alone", "fcfs");
+      for (const auto& j : t.jobs)
+        std::cout << fmt::format("{:<16} {:>7g} {:>7} {:>7} {:>7}\n", j.job, j.weight, j.joint_epochs, j.alone_epochs,
+                                 j.fcfs_epochs);
+      std::cout << fmt::format("weighted sum     {:>15g} {:>7g} {:>7g}; makespan joint {} vs fcfs {} epochs\n",
+                               t.weighted_joint, t.weighted_alone, t.weighted_fcfs, t.joint.report.epochs_used,
+                               t.fcfs.epochs);
     }
     if (!o->csv.empty()) write_file_atomic(o->csv, csv);
     if (!o->svg.empty())

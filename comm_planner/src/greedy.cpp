@@ -31,7 +31,7 @@ struct bitrows {
 class greedy_planner {
  public:
   greedy_planner(const network& net, const demand& d, const plan_options& opt)
-      : net_(net), d_(d), opt_(opt), D_(net.device_count()), C_(d.chunks.size()), slots_(net),
+      : net_(net), d_(d), opt_(opt), D_(net.device_count()), C_(d.chunks.size()), slots_(slots_with(net, opt.fixed_sends)),
         have_(D_, C_), expect_(D_, C_), need_(D_, C_), holders_(C_, D_), holder_count_(C_, 0), expect_count_(C_, 0),
         held_list_(D_), port_free_(net.node_count(), D_), avail_(net.node_count(), C_),
         entering_(net.node_count(), C_) {}
@@ -48,6 +48,8 @@ class greedy_planner {
       }
     }
     relays_ = needs_relays();
+    if (opt_.fixed_sends)
+      for (const send& x : *opt_.fixed_sends) last_fixed_ = std::max(last_fixed_, x.epoch);
     find_mates();
     std::int32_t e = 0;
     const std::int64_t give_up = 64 + 4 * static_cast<std::int64_t>(C_ + 1) * static_cast<std::int64_t>(D_ + 1) *
@@ -68,7 +70,7 @@ class greedy_planner {
           pending = true;
           break;
         }
-      if (result_.sends.size() == before && !pending) stall();
+      if (result_.sends.size() == before && !pending && e > last_fixed_) stall();
       if (++e > give_up) throw error(errc::internal, "greedy: no progress after " + std::to_string(e) + " epochs");
     }
     return std::move(result_);
@@ -269,6 +271,7 @@ class greedy_planner {
   std::vector<std::vector<device_index>> mates_;
   std::vector<word> fresh_;
   std::size_t remaining_ = 0;
+  std::int32_t last_fixed_ = -1;  // links may be full until the last fixed send
   bool relays_ = false;
   method_result result_;
 };

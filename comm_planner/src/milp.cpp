@@ -18,11 +18,20 @@ method_result plan_milp(const network& net, const demand& d, const plan_options&
     return opt.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   std::int32_t K = std::max<std::int32_t>(1, lb.epochs);
+  if (upper_epochs <= K && opt.max_epochs == 0) {
+    // The greedy plan already meets the bound: its epoch count is optimal.
+    method_result g = plan_greedy(net, d, opt);
+    g.proved_optimal = true;
+    g.note = "milp: the greedy plan meets the lower bound of " + std::to_string(K) + " epochs; returned as optimal";
+    return g;
+  }
   std::int32_t last = opt.max_epochs > 0 ? opt.max_epochs : upper_epochs;
+  const slot_table fixed = slots_with(net, opt.fixed_sends);
   bool all_below_proved = true;  // every horizon below the current one proved infeasible
   std::string log;
   for (; K <= last; ++K) {
     window_spec w = initial_window(net, d, K);
+    if (opt.fixed_sends) w.prior = &fixed;
     double budget = left();
     if (budget <= 0.05) break;
     // Give each horizon up to the rest of the time, but leave some for the next ones.

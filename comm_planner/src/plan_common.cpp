@@ -36,6 +36,14 @@ std::int32_t slot_table::first_fit(std::uint32_t l, std::int32_t e) const {
   return e;
 }
 
+slot_table slots_with(const network& net, const std::vector<send>* fixed) {
+  slot_table t(net);
+  if (fixed)
+    for (const send& x : *fixed)
+      if (auto l = net.find_link(x.src, x.dst)) t.take(*l, x.epoch);
+  return t;
+}
+
 std::vector<std::uint32_t> device_path(const network& net, device_index a, device_index b) {
   std::vector<std::uint32_t> path;
   if (a == b) return path;

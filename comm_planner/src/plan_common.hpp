@@ -31,6 +31,9 @@ class slot_table {
   std::vector<std::vector<std::uint16_t>> used_;
 };
 
+/// A slot table holding `fixed` (sends on links of `net`; unknown links are ignored).
+slot_table slots_with(const network& net, const std::vector<send>* fixed);
+
 /// The links of the cluster route a → b in the network (empty if a removed link breaks it; then
 /// a fewest-epoch path is searched instead). Throws infeasible when b is unreachable.
 std::vector<std::uint32_t> device_path(const network& net, device_index a, device_index b);

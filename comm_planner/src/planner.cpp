@@ -3,7 +3,12 @@
 
 #include <doppler/runtime/error.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_set>
 
 namespace doppler::comm {
 
@@ -47,11 +52,70 @@ double milp_size(const network& net, const demand& d, std::int32_t K) {
 
 }  // namespace
 
+namespace {
+
+/// Re-planning: keep the previous schedule's sends of chunks it still fully delivers, plan the rest
+/// around them, validate the union.
+plan_result replan(const cluster& c, const network& net, const demand& d, const plan_options& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const schedule& old = *opt.warm_start;
+  if (std::abs(old.epoch_seconds - net.tau()) > 1e-9 * net.tau() || old.chunk_bytes != d.chunk_bytes)
+    throw error(errc::bad_argument, "warm start: the previous schedule has another epoch length or chunk size");
+  std::map<std::uint32_t, std::set<node_index>> reached;
+  for (const send& x : old.sends) reached[x.chunk].insert(x.dst);
+  std::unordered_set<std::uint32_t> carried;
+  for (const chunk& ch : d.chunks) {
+    auto it = reached.find(ch.id);
+    if (it == reached.end()) continue;
+    bool all = std::all_of(ch.destinations.begin(), ch.destinations.end(),
+                           [&](device_index t) { return it->second.count(t) > 0; });
+    if (all) carried.insert(ch.id);
+  }
+  std::vector<send> kept;
+  for (const send& x : old.sends)
+    if (carried.count(x.chunk)) kept.push_back(x);
+  demand rest = d;
+  rest.chunks.clear();
+  for (const chunk& ch : d.chunks)
+    if (!carried.count(ch.id)) rest.chunks.push_back(ch);
+  plan_result out;
+  out.bound = compute_lower_bound(net, d);
+  std::vector<send> sends = kept;
+  std::string note;
+  if (!rest.chunks.empty()) {
+    plan_options o = opt;
+    o.warm_start = nullptr;
+    o.fixed_sends = &kept;
+    plan_result part = plan(c, rest, o);
+    sends.insert(sends.end(), part.sched.sends.begin(), part.sched.sends.end());
+    note = part.sched.method + " around the kept sends";
+  }
+  out.sched = detail::make_schedule(net, d, opt.method + "+warm", std::move(sends));
+  out.sched.note = "re-planned: kept " + std::to_string(kept.size()) + " sends of " + std::to_string(carried.size()) +
+                   " chunks, planned " + std::to_string(rest.chunks.size()) + " chunks" +
+                   (note.empty() ? "" : " (" + note + ")");
+  out.sched.lower_bound_seconds = out.bound.seconds;
+  out.sched.proved_optimal = out.sched.epochs == out.bound.epochs;
+  out.sched.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  try {
+    out.report = validate_schedule(net, d, out.sched, {.switch_copy = opt.switch_copy});
+  } catch (const error& e) {
+    throw error(errc::internal, "re-planning produced an invalid schedule: " + std::string(e.what()));
+  }
+  return out;
+}
+
+}  // namespace
+
 plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   d.validate(c);
   network net(c, d.chunk_bytes, opt.tau_mode, opt.tau, opt.removed_links);
   detail::check_reachable(net, d);
+  if (opt.warm_start) return replan(c, net, d, opt);
+  if (opt.fixed_sends && opt.method != "greedy" && opt.method != "milp" && opt.method != "auto")
+    throw error(errc::bad_argument, "planning around fixed sends (re-planning, tenants first-come-first-served) "
+                                    "supports the greedy, milp and auto methods, not " + opt.method);
   plan_result out;
   out.bound = compute_lower_bound(net, d);
   if (opt.max_epochs > 0 && opt.max_epochs < out.bound.epochs)
@@ -69,8 +133,8 @@ plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
       for (const chunk& ch : d.chunks) unicast = unicast && ch.destinations.size() == 1;
       std::string solver = milp_size(net, d, greedy_epochs) <= static_cast<double>(opt.milp_binary_limit)
                                ? "milp"
-                               : (unicast ? "lp" : "astar");
-      detail::method_result s = solver == "milp" ? detail::plan_milp(net, d, opt, out.bound, greedy_epochs)
+                               : (opt.fixed_sends ? "greedy" : unicast ? "lp" : "astar");
+      detail::method_result s = solver == "greedy" ? r : solver == "milp" ? detail::plan_milp(net, d, opt, out.bound, greedy_epochs)
                                                  : run_method(solver, net, d, opt, out.bound);
       if (detail::make_schedule(net, d, solver, s.sends).epochs <= greedy_epochs) {
         r = std::move(s);

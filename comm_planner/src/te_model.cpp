@@ -233,13 +233,15 @@ window_result solve_window(const network& net, const demand& d, const plan_optio
   // Capacity per window of β+1 epochs.
   for (std::size_t l = 0; l < L; ++l) {
     const te_link& t = net.links()[l];
-    for (std::int32_t k = 0; k < K; ++k) {
+    // Every window holding a send of this model, less what fixed/earlier sends already use of it.
+    for (std::int32_t k = 0; k < K + t.window - 1; ++k) {
       double room = t.cap;
       if (w.prior)
-        for (std::int32_t j = k - t.window + 1; j < 0; ++j) room -= w.prior->count(static_cast<std::uint32_t>(l), w.first_epoch + j);
+        for (std::int32_t j = k - t.window + 1; j <= k; ++j)
+          room -= w.prior->count(static_cast<std::uint32_t>(l), w.first_epoch + j);
       int row = -1;
       for (std::size_t c = 0; c < C; ++c)
-        for (std::int32_t j = std::max(0, k - t.window + 1); j <= k; ++j)
+        for (std::int32_t j = std::max(0, k - t.window + 1); j <= std::min(k, K - 1); ++j)
           if (int f = F(c, l, j); f >= 0) {
             if (row < 0) row = add_row(-COIN_DBL_MAX, std::max(0.0, room));
             put(row, f, 1.0);
@@ -266,7 +268,8 @@ window_result solve_window(const network& net, const demand& d, const plan_optio
     model.messageHandler()->setLogLevel(0);
     CbcMain0(model);
     std::string sec = std::to_string(std::max(0.5, seconds));
-    std::vector<const char*> argv = {"doppler", "-log", "0", "-sec", sec.c_str()};
+    // Wall-clock seconds (CBC counts CPU time by default; these cores are shared).
+    std::vector<const char*> argv = {"doppler", "-log", "0", "-timeMode", "elapsed", "-sec", sec.c_str()};
     if (opt.first_feasible) {
       argv.push_back("-maxSolutions");
       argv.push_back("1");

@@ -21,7 +21,7 @@ struct window_spec {
   /// Per (chunk, destination) whether it still has to be delivered (C × D, 1 = pending).
   std::vector<char> pending;
   bool require_all = true;  ///< every pending demand met at K (else rewarded for progress)
-  /// Sends already on each link in the epochs before local 0 (per link: global epochs).
+  /// Sends already on the links (global epochs): earlier rounds, fixed sends of other jobs.
   const slot_table* prior = nullptr;
 };
 

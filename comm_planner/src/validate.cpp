@@ -159,6 +159,7 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
     }
   }
   // Every destination holds every chunk it needs.
+  rep.chunk_epochs.assign(C, 0);
   for (std::size_t i = 0; i < C; ++i)
     for (device_index t : d.chunks[i].destinations) {
       std::int32_t h = hold[i * D + t];
@@ -166,6 +167,7 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
         fail("sends", c[t].id + " never receives chunk " + std::to_string(d.chunks[i].id) + " (from " +
                           c[d.chunks[i].source].id + ")");
       rep.epochs_used = std::max(rep.epochs_used, h);
+      rep.chunk_epochs[i] = std::max(rep.chunk_epochs[i], h);
       rep.simulated_seconds = std::max(rep.simulated_seconds, avail[i * D + t]);
     }
   if (s.epochs < rep.epochs_used)

@@ -26,6 +26,7 @@ struct replay_report {
   double bytes_moved = 0;             ///< Σ over sends of chunk bytes (link traffic)
   std::size_t sends = 0;
   std::vector<double> peak_buffer_bytes;  ///< per device: max over epochs of live chunks × chunk bytes
+  std::vector<std::int32_t> chunk_epochs; ///< per demand chunk: epoch its last destination holds it
 };
 
 /// Checks `s` against `d` on `net` (whose τ and chunk size must match the schedule's) and replays
