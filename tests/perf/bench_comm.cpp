@@ -1,0 +1,82 @@
+// Comm planner: planning time per method, with the baselines (ring, tree) in the same harness, and
+// the validator/bounds. Counters report the schedule quality next to the time: epochs and % of the
+// lower bound. `bench_comm --benchmark_filter=greedy_pod` runs the 1,024-GPU allgather.
+#include <doppler/comm/planner.hpp>
+#include <doppler/comm/topologies.hpp>
+
+#include <benchmark/benchmark.h>
+
+using namespace doppler;
+using namespace doppler::comm;
+
+namespace {
+
+void report(benchmark::State& st, const plan_result& r) {
+  st.counters["epochs"] = r.sched.epochs;
+  st.counters["pct_of_bound"] = 100 * r.fraction_of_bound();
+  st.counters["algbw_GBps"] = r.report.algbw / 1e9;
+}
+
+void plan_bench(benchmark::State& st, const cluster& c, const demand& d, const std::string& method, double limit = 30) {
+  plan_options o;
+  o.with_method(method).with_time_limit(limit);
+  plan_result r;
+  for (auto _ : st) {
+    r = plan(c, d, o);
+    benchmark::DoNotOptimize(r.sched.sends.data());
+  }
+  report(st, r);
+}
+
+/// DGX-1 allgather, k chunks per GPU of 1 MiB: milp vs greedy vs ring vs tree.
+void dgx1_allgather(benchmark::State& st, const std::string& method) {
+  static const cluster c = make_preset("dgx1-v100");
+  demand d = make_collective(c, collective::allgather, 1 << 20, static_cast<int>(st.range(0)));
+  plan_bench(st, c, d, method);
+}
+
+/// NDv2 2-chassis allgather, 1 GB output (TE-CCL's case): greedy, lp, ring.
+void ndv2_allgather(benchmark::State& st, const std::string& method) {
+  static const cluster c = make_preset("ndv2-2");
+  demand d = make_collective(c, collective::allgather, 62.5e6, 1);
+  plan_bench(st, c, d, method);
+}
+
+/// Allgather on h100-pod:N (8N GPUs), greedy; N = 128 is the 1,024-GPU case.
+void greedy_pod(benchmark::State& st) {
+  cluster c = make_h100_pod(static_cast<int>(st.range(0)));
+  demand d = make_collective(c, collective::allgather, 1 << 20, 1);
+  plan_bench(st, c, d, "greedy");
+  st.counters["gpus"] = static_cast<double>(c.device_count());
+}
+
+void validate_pod(benchmark::State& st) {
+  cluster c = make_h100_pod(static_cast<int>(st.range(0)));
+  demand d = make_collective(c, collective::allgather, 1 << 20, 1);
+  plan_result r = plan(c, d, plan_options{}.with_method("greedy"));
+  network net(c, d.chunk_bytes);
+  for (auto _ : st) benchmark::DoNotOptimize(validate_schedule(net, d, r.sched).epochs_used);
+  st.counters["sends"] = static_cast<double>(r.sched.sends.size());
+}
+
+void bound_ndv2(benchmark::State& st) {
+  cluster c = make_preset("ndv2-2");
+  demand d = make_collective(c, collective::alltoall, 62.5e6, 1);
+  network net(c, d.chunk_bytes);
+  for (auto _ : st) benchmark::DoNotOptimize(compute_lower_bound(net, d).seconds);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(dgx1_allgather, greedy, std::string("greedy"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(dgx1_allgather, ring, std::string("ring"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(dgx1_allgather, tree, std::string("tree"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(dgx1_allgather, milp, std::string("milp"))->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(ndv2_allgather, greedy, std::string("greedy"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ndv2_allgather, lp, std::string("lp"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ndv2_allgather, ring, std::string("ring"))->Unit(benchmark::kMillisecond);
+BENCHMARK(greedy_pod)->Arg(16)->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(validate_pod)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(bound_ndv2)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
