@@ -75,6 +75,7 @@ void run_command(const run_flags& f) {
   engine e(c, engine_options{}
                   .with_streams(f.streams)
                   .with_backend(f.backend)
+                  .with_costs(cm)
                   .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000))));
   if (!f.json)
     std::cout << fmt::format("run: graph {} ({} ops), cluster {} ({} devices), placement {}, mode {}, "
@@ -136,7 +137,8 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--warmup", f->warmup, "Unmeasured runs first")->capture_default_str();
   cmd->add_option("--streams", f->streams, "Concurrent ops per device")->capture_default_str();
   cmd->add_option("--seed", f->seed, "Input fill (and placer) seed")->capture_default_str();
-  cmd->add_option("--backend", f->backend, "Kernel backend: cpu or null (no work)")->capture_default_str();
+  cmd->add_option("--backend", f->backend, "Kernel backend: cpu (real kernels), emulate (hold each op and transfer for its modeled time), "
+                                         "null (no work)")->capture_default_str();
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
   cmd->add_option("--timeout", f->timeout, "Seconds before a run fails")->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <thread>
 #include <algorithm>
 #include <utility>
 
@@ -121,7 +122,7 @@ void launch(device_pointer self, op_index i) {
     for (auto& a : args) st.ptrs.push_back(a.get());
     auto start = now_ns();
     try {
-      tensor out = st.opt.kernels->execute(g, i, st.ptrs, st.plan->seed);
+      tensor out = st.opt.kernels->execute_on(st.opt.index, g, i, st.ptrs, st.plan->seed);
       on_kernel_done(self, i, start, now_ns(), out.empty() ? empty_tensor() : std::make_shared<const tensor>(std::move(out)));
     } catch (const std::exception& e) {
       self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, e.what()});
@@ -136,7 +137,7 @@ void launch(device_pointer self, op_index i) {
     for (auto& a : args) ptrs.push_back(a.get());
     auto start = now_ns();
     try {
-      auto out = std::make_shared<const tensor>(kernels->execute(*plan->g, i, ptrs, plan->seed));
+      auto out = std::make_shared<const tensor>(kernels->execute_on(dev, *plan->g, i, ptrs, plan->seed));
       caf::anon_send(me, kernel_done_msg{plan->run, i, start, now_ns(), tensor_ref{std::move(out)}});
     } catch (const std::exception& e) {
       caf::anon_send(me, op_failed_msg{plan->run, i, dev, e.what()});
@@ -207,9 +208,14 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
           return flush_done(self);
         }
         device_actor me = self;
-        st.copier->post(0, [me, run, i, src, in = std::move(t.ptr)] {
+        double floor_s = st.opt.kernels->transfer_seconds(*st.plan->g, i, src, st.opt.index);
+        st.copier->post(0, [me, run, i, src, floor_s, in = std::move(t.ptr)] {
           auto start = now_ns();
           auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
+          if (floor_s > 0)  // emulated link: the transfer takes at least its modeled time
+            std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(start)) +
+                                          std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::duration<double>(floor_s)));
           caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
         });
         flush_done(self);

@@ -38,7 +38,7 @@ struct engine::impl {
   impl(cluster cl, engine_options o)
       : opt(std::move(o)),
         c(std::make_shared<const cluster>(std::move(cl))),
-        kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend)),
+        kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend, c, opt.costs)),
         sys(configure(cfg, opt)) {
     if (opt.streams < 1) throw error(errc::bad_argument, "engine: streams must be >= 1");
     for (device_index d = 0; d < c->device_count(); ++d) devices.push_back(spawn(d));

@@ -6,6 +6,8 @@
 #include <doppler/runtime/error.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace doppler::actors {
 
@@ -62,14 +64,45 @@ class null_backend final : public backend {
   bool runs_inline() const noexcept override { return true; }
 };
 
+/// Holds every kernel for its modeled time on the device (sleeping, so emulated devices run in
+/// parallel whatever the host's cores) and returns an empty tensor.
+class emulated_backend final : public backend {
+ public:
+  emulated_backend(std::shared_ptr<const cluster> c, cost_model costs) : c_(std::move(c)), costs_(std::move(costs)) {}
+  std::string_view name() const noexcept override { return "emulate"; }
+  tensor execute(const graph& g, op_index i, std::span<const tensor* const> inputs, std::uint64_t seed) override {
+    return execute_on(0, g, i, inputs, seed);
+  }
+  tensor execute_on(device_index d, const graph& g, op_index i, std::span<const tensor* const>,
+                    std::uint64_t) override {
+    hold(costs_.op_time(g[i], (*c_)[d]));
+    return tensor{};
+  }
+  double transfer_seconds(const graph& g, op_index i, device_index src, device_index dst) const override {
+    return costs_.transfer_time(*c_, src, dst, g[i].bytes);
+  }
+
+ private:
+  static void hold(double seconds) {
+    if (seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
+  std::shared_ptr<const cluster> c_;
+  cost_model costs_;
+};
+
 }  // namespace
 
-std::vector<std::string> backend_names() { return {"cpu", "null"}; }
+std::vector<std::string> backend_names() { return {"cpu", "null", "emulate"}; }
 
 std::shared_ptr<backend> make_backend(std::string_view name) {
   if (name == "cpu") return std::make_shared<cpu_backend>();
   if (name == "null") return std::make_shared<null_backend>();
-  throw error(errc::unknown_kind, "unknown backend \"" + std::string(name) + "\" (backends: cpu, null)");
+  throw error(errc::unknown_kind, "unknown backend \"" + std::string(name) + "\" (backends: cpu, null, emulate)");
+}
+
+std::shared_ptr<backend> make_backend(std::string_view name, std::shared_ptr<const cluster> c, const cost_model& costs) {
+  if (name == "emulate") return std::make_shared<emulated_backend>(std::move(c), costs);
+  return make_backend(name);
 }
 
 }  // namespace doppler::actors

@@ -178,3 +178,22 @@ TEST_CASE("an invalid placement is rejected before anything runs") {
   p.device.pop_back();
   CHECK_THROWS_AS(e.run(g, p), doppler::error);
 }
+
+TEST_CASE("emulate: kernels and transfers take at least their modeled time") {
+  cluster c = make_preset("cpu:4:flops=1e8");  // slow devices: ms-scale ops
+  cost_model cm;
+  engine e(c, engine_options{}.with_backend("emulate").with_costs(cm));
+  workload_params wp = small_params();
+  wp.dim = 64;
+  graph g = make_workload("llama-block", wp);
+  placement p = place("round-robin", g, c);
+  auto r = e.run(g, p, run_options{}.with_repeat(2));
+  double bound = makespan_lower_bound(g, c, cm);
+  REQUIRE(bound > 1e-3);
+  for (double m : r.makespans()) CHECK(m >= 0.99 * bound);
+  for (const auto& ev : r.runs.back().events) {
+    double want = ev.what == trace_event::kind::op ? cm.op_time(g[ev.id], c[ev.where])
+                                                   : c.transfer_time(p.device[ev.id], ev.dst, g[ev.id].bytes);
+    CHECK(ev.end - ev.start >= 0.99 * want);
+  }
+}

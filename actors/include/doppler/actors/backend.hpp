@@ -1,8 +1,12 @@
 #pragma once
 /// Backends a device actor runs kernels with, chosen by name (STYLE habit 4): `cpu` runs the real
 /// CPU kernels of doppler::runtime; `null` runs nothing and returns empty tensors (dispatch
-/// benchmarks: it measures the actor protocol alone).
+/// benchmarks: it measures the actor protocol alone); `emulate` computes nothing but holds each
+/// kernel and each transfer for the time the cost model gives it on the cluster (the runtime's
+/// scheduling, measured on a host that lacks the cluster's devices).
 
+#include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/tensor.hpp>
 
@@ -24,14 +28,29 @@ class backend {
   /// Throws to report a failed kernel (the run then ends naming the op and the device).
   virtual tensor execute(const graph& g, op_index i, std::span<const tensor* const> inputs,
                          std::uint64_t seed) = 0;
+  /// Runs op `i` on device `d` (backends that model devices override this; the default ignores d).
+  virtual tensor execute_on(device_index d, const graph& g, op_index i, std::span<const tensor* const> inputs,
+                            std::uint64_t seed) {
+    (void)d;
+    return execute(g, i, inputs, seed);
+  }
+  /// Seconds a copy of op i's output from device `src` to `dst` must at least take (0: as fast as
+  /// the copy itself; emulated devices return the cost model's transfer time).
+  virtual double transfer_seconds(const graph& g, op_index i, device_index src, device_index dst) const {
+    (void)g, (void)i, (void)src, (void)dst;
+    return 0.0;
+  }
   /// True when `execute` does no work, so a device may call it on its own actor thread instead of
   /// handing it to a worker thread (only the `null` backend).
   virtual bool runs_inline() const noexcept { return false; }
 };
 
-/// Names: cpu, null.
+/// Names: cpu, null, emulate.
 std::vector<std::string> backend_names();
-/// Throws `error(unknown_kind)` listing the valid names.
+/// `cpu` or `null`; throws `error(unknown_kind)` listing the valid names (`emulate` needs a cluster:
+/// use the overload below).
 std::shared_ptr<backend> make_backend(std::string_view name);
+/// Any backend by name; `emulate` models the devices of `c` under `costs`.
+std::shared_ptr<backend> make_backend(std::string_view name, std::shared_ptr<const cluster> c, const cost_model& costs);
 
 }  // namespace doppler::actors

@@ -9,6 +9,7 @@
 
 #include <doppler/actors/fwd.hpp>
 #include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/sim.hpp>
@@ -26,13 +27,15 @@ namespace doppler {
 
 struct engine_options {
   int streams = 1;                   ///< ops each device runs at once (its worker threads)
-  std::string backend = "cpu";       ///< backend by name: cpu, null
+  std::string backend = "cpu";       ///< backend by name: cpu, null, emulate
+  cost_model costs;                  ///< what `emulate` holds kernels and transfers for
   std::shared_ptr<actors::backend> custom_backend;  ///< overrides `backend` (tests, other devices)
   std::chrono::milliseconds timeout{120000};        ///< default per-run timeout
   std::size_t scheduler_threads = 0; ///< CAF scheduler threads (0: CAF's default, one per core)
 
   engine_options& with_streams(int s) { streams = s; return *this; }
   engine_options& with_backend(std::string name) { backend = std::move(name); return *this; }
+  engine_options& with_costs(cost_model cm) { costs = std::move(cm); return *this; }
   engine_options& with_custom_backend(std::shared_ptr<actors::backend> b) { custom_backend = std::move(b); return *this; }
   engine_options& with_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
   engine_options& with_scheduler_threads(std::size_t n) { scheduler_threads = n; return *this; }
