@@ -69,6 +69,16 @@ void fail(dispatcher_pointer self, op_index i, device_index d, const std::string
   finish(self);
 }
 
+/// A failure that is no op's (a device that would not take the plan or hand over outputs).
+void fail_run(dispatcher_pointer self, const std::string& why) {
+  auto& st = self->state;
+  if (st.finished) return;
+  st.report.ok = false;
+  st.report.failure = why;
+  st.report.outputs.clear();
+  finish(self);
+}
+
 void dispatch(dispatcher_pointer self, op_index i) {
   auto& st = self->state;
   st.state[i] = op_state::dispatched;
@@ -149,7 +159,7 @@ void collect_and_finish(dispatcher_pointer self) {
               }
             },
             [=](caf::error& err) {
-              fail(self, 0, 0, "collecting outputs failed: " + self->system().render(err));
+              fail_run(self, "collecting outputs failed: " + self->system().render(err));
             });
   }
 }
@@ -283,7 +293,7 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
                     flush(self);
                   },
                   [=](caf::error& err) {
-                    fail(self, 0, 0, "device did not take the plan: " + self->system().render(err));
+                    fail_run(self, "a device did not take the plan: " + self->system().render(err));
                   });
         return st.promise;
       },

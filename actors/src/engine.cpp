@@ -101,9 +101,10 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     auto rep = actors::execute_plan(impl_->sys, plan);
     if (!rep.ok) {
       impl_->heal();
-      bool named = rep.failure.rfind("op '", 0) == 0;
-      throw run_failure(rep.failure, named ? std::optional<op_index>(rep.failed_op) : std::nullopt,
-                        named ? std::optional<device_index>(rep.failed_device) : std::nullopt);
+      bool names_op = rep.failure.rfind("op '", 0) == 0;
+      bool names_device = names_op || rep.failure.rfind("device ", 0) == 0;
+      throw run_failure(rep.failure, names_op ? std::optional<op_index>(rep.failed_op) : std::nullopt,
+                        names_device ? std::optional<device_index>(rep.failed_device) : std::nullopt);
     }
     sim_result s;
     s.makespan = rep.makespan;

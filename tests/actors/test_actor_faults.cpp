@@ -145,3 +145,15 @@ TEST_CASE("a run past its timeout fails naming the unfinished op, in bounded tim
   CHECK(seconds_since(t0) < 1.2);  // the timeout, not the slow kernel, ended it
   CHECK(e.bytes_held() == 0);
 }
+
+TEST_CASE("a device killed between runs: the next run still succeeds") {
+  cluster c = make_preset("cpu:2");
+  graph g = chain_graph();
+  placement p = round_robin(g, c);
+  engine e(c);
+  e.kill_device(0);
+  std::this_thread::sleep_for(20ms);
+  auto r = e.run(g, p, run_options{}.with_seed(4).keep_all());
+  auto ref = execute_reference(g, 4);
+  for (op_index i = 0; i < g.size(); ++i) CHECK(bitwise_equal(r.outputs[i], ref[i]));
+}
