@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
+#include <cstdint>
 #include <limits>
 
 namespace doppler::comm::detail {
@@ -59,6 +61,7 @@ class greedy_planner {
         for (auto [v, c] : arrivals_[static_cast<std::size_t>(e)]) mark_held(v, c);
       std::size_t before = result_.sends.size();
       prepare_switches(e);
+      match_small_switches(e);
       for (int pass = 0; pass < (relays_ ? 2 : 1); ++pass)
         for (std::size_t i = 0; i < D_; ++i) {
           auto v = static_cast<device_index>((i + static_cast<std::size_t>(e) * 7) % D_);
@@ -125,12 +128,14 @@ class greedy_planner {
       if (mates_[v].size() > 32) mates_[v].clear();
     }
     fresh_.assign(have_.words, 0);
+    want_.assign(have_.words, 0);
   }
-  /// need[v] minus what v's mates hold or expect (into fresh_).
-  const word* fresh_need(device_index v) {
+  /// need[v] minus what v's mates (other than `sender`) hold or expect (into fresh_).
+  const word* fresh_need(device_index v, std::size_t sender = SIZE_MAX) {
     const word* n = need_.row(v);
     for (std::size_t w = 0; w < have_.words; ++w) fresh_[w] = n[w];
     for (device_index u : mates_[v]) {
+      if (u == sender) continue;
       const word* x = expect_.row(u);
       for (std::size_t w = 0; w < have_.words; ++w) fresh_[w] &= ~x[w];
     }
@@ -172,10 +177,10 @@ class greedy_planner {
   std::size_t pick(const word* a, const word* b, std::size_t start, Accept accept) {
     const std::size_t W = have_.words;
     std::size_t best = C_, best_count = std::numeric_limits<std::size_t>::max(), seen = 0;
-    for (std::size_t k = 0; k < W && seen < 8; ++k) {
+    for (std::size_t k = 0; k < W && seen < 64; ++k) {
       std::size_t w = (start + k) % W;
       word m = a[w] & b[w];
-      while (m && seen < 8) {
+      while (m && seen < 64) {
         std::size_t c = w * 64 + static_cast<std::size_t>(std::countr_zero(m));
         m &= m - 1;
         if (!accept(c)) continue;
@@ -194,14 +199,31 @@ class greedy_planner {
     while (slots_.fits(l, e)) {
       if (!net_.is_switch(t.src)) {
         const auto u = static_cast<device_index>(t.src);
-        std::size_t c = relay_pass ? pick_relay(u, v) : pick(have_.row(u), need_.row(v), start, [](std::size_t) { return true; });
+        auto any = [](std::size_t) { return true; };
+        std::size_t c = C_;
+        if (relay_pass) c = pick_relay(u, v);
+        else {
+          // Over a slow link (a chunk occupies it several epochs), prefer chunks new to v's neighbourhood.
+          if (t.window > 1 && !mates_[v].empty()) c = pick(have_.row(u), fresh_need(v, u), start, any);
+          if (c == C_) c = pick(have_.row(u), need_.row(v), start, any);
+        }
         if (c == C_) return;
         emit(l, c, e);
         deliver(c, l, v, e);
         continue;
       }
-      if (relay_pass) return;  // relays go over direct links only
       const node_index s = t.src;
+      if (relay_pass) {
+        auto [from, c] = pick_switch_relay(s, v);
+        if (c == C_) return;
+        auto in = *net_.find_link(from, s);
+        emit(in, c, e);
+        emit(l, c, e);
+        entering_.set(s, c);
+        if (!slots_.fits(in, e)) port_free_.reset(s, from);
+        deliver(c, l, v, e);
+        continue;
+      }
       std::size_t c = C_;
       if (opt_.switch_copy) c = pick(entering_.row(s), need_.row(v), start, [](std::size_t) { return true; });
       if (c != C_) {
@@ -247,6 +269,74 @@ class greedy_planner {
     }
     return C_;
   }
+  /// Through each small switch (≤ 32 ports): a maximum matching (Kuhn's augmenting paths) of free
+  /// sender ports to free receiver ports where the sender holds something the receiver needs, so no
+  /// port idles for want of a better pairing; each pair then moves the rarest such chunk.
+  void match_small_switches(std::int32_t e) {
+    for (node_index s = static_cast<node_index>(D_); s < net_.node_count(); ++s) {
+      if (net_.in_links(s).size() > 32 || net_.out_links(s).size() > 32) continue;
+      senders_.clear();
+      receivers_.clear();
+      for (std::uint32_t l : net_.in_links(s))
+        if (!net_.is_switch(net_.links()[l].src) && slots_.fits(l, e)) senders_.push_back(l);
+      for (std::uint32_t l : net_.out_links(s))
+        if (!net_.is_switch(net_.links()[l].dst) && slots_.fits(l, e)) receivers_.push_back(l);
+      if (senders_.empty() || receivers_.empty()) continue;
+      auto useful = [&](std::size_t i, std::size_t j) {
+        node_index u = net_.links()[senders_[i]].src, v = net_.links()[receivers_[j]].dst;
+        if (u == v) return false;
+        const word *h = have_.row(u), *n = need_.row(v);
+        for (std::size_t w = 0; w < have_.words; ++w)
+          if (h[w] & n[w]) return true;
+        return false;
+      };
+      match_.assign(senders_.size(), SIZE_MAX);  // sender -> receiver
+      std::vector<std::size_t> owner(receivers_.size(), SIZE_MAX);
+      std::vector<char> seen;
+      std::function<bool(std::size_t)> augment = [&](std::size_t i) {
+        for (std::size_t j = 0; j < receivers_.size(); ++j) {
+          if (seen[j] || !useful(i, j)) continue;
+          seen[j] = 1;
+          if (owner[j] == SIZE_MAX || augment(owner[j])) {
+            owner[j] = i;
+            match_[i] = j;
+            return true;
+          }
+        }
+        return false;
+      };
+      for (std::size_t i = 0; i < senders_.size(); ++i) {
+        seen.assign(receivers_.size(), 0);
+        augment(i);
+      }
+      const std::size_t start = static_cast<std::size_t>(e) % have_.words;
+      for (std::size_t j = 0; j < receivers_.size(); ++j) {
+        if (owner[j] == SIZE_MAX) continue;
+        const std::uint32_t in = senders_[owner[j]], out = receivers_[j];
+        const auto u = static_cast<device_index>(net_.links()[in].src);
+        const auto v = static_cast<device_index>(net_.links()[out].dst);
+        std::size_t c = pick(have_.row(u), need_.row(v), start, [](std::size_t) { return true; });
+        if (c == C_) continue;
+        emit(in, c, e);
+        emit(out, c, e);
+        entering_.set(s, c);
+        if (!slots_.fits(in, e)) port_free_.reset(s, u);
+        deliver(c, out, v, e);
+      }
+    }
+  }
+  /// A (sender, chunk) through switch s that brings an unmet destination strictly closer at v.
+  std::pair<device_index, std::size_t> pick_switch_relay(node_index s, device_index v) {
+    const word* p = port_free_.row(s);
+    for (std::size_t w = 0; w < port_free_.words; ++w)
+      for (word m = p[w]; m; m &= m - 1) {
+        auto u = static_cast<device_index>(w * 64 + static_cast<std::size_t>(std::countr_zero(m)));
+        if (u == v) continue;
+        std::size_t c = pick_relay(u, v);
+        if (c != C_) return {u, c};
+      }
+    return {0, C_};
+  }
   [[noreturn]] void stall() {
     for (std::size_t c = 0; c < C_; ++c)
       for (device_index t : d_.chunks[c].destinations)
@@ -269,7 +359,9 @@ class greedy_planner {
   bitrows port_free_, avail_, entering_;
   std::vector<std::vector<std::pair<device_index, std::uint32_t>>> arrivals_;
   std::vector<std::vector<device_index>> mates_;
-  std::vector<word> fresh_;
+  std::vector<word> fresh_, want_;
+  std::vector<std::size_t> cand_, match_;
+  std::vector<std::uint32_t> senders_, receivers_;
   std::size_t remaining_ = 0;
   std::int32_t last_fixed_ = -1;  // links may be full until the last fixed send
   bool relays_ = false;
