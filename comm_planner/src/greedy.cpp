@@ -50,6 +50,8 @@ class greedy_planner {
       }
     }
     relays_ = needs_relays();
+    for (node_index x = static_cast<node_index>(D_); x < net_.node_count(); ++x)
+      has_big_switch_ = has_big_switch_ || net_.in_links(x).size() > 32;
     if (opt_.fixed_sends)
       for (const send& x : *opt_.fixed_sends) last_fixed_ = std::max(last_fixed_, x.epoch);
     find_mates();
@@ -273,6 +275,7 @@ class greedy_planner {
   /// sender ports to free receiver ports where the sender holds something the receiver needs, so no
   /// port idles for want of a better pairing; each pair then moves the rarest such chunk.
   void match_small_switches(std::int32_t e) {
+    if (has_big_switch_) return;  // there, receiver-driven picks coordinate node ports with network fetches
     for (node_index s = static_cast<node_index>(D_); s < net_.node_count(); ++s) {
       if (net_.in_links(s).size() > 32 || net_.out_links(s).size() > 32) continue;
       senders_.clear();
@@ -364,7 +367,7 @@ class greedy_planner {
   std::vector<std::uint32_t> senders_, receivers_;
   std::size_t remaining_ = 0;
   std::int32_t last_fixed_ = -1;  // links may be full until the last fixed send
-  bool relays_ = false;
+  bool relays_ = false, has_big_switch_ = false;
   method_result result_;
 };
 
