@@ -1,0 +1,172 @@
+// Transfers beyond a single copy (NCCL send/recv, chunked store-and-forward), the GPU reference
+// executor, and the synchronous executor behind the actor layer's backend interface.
+#include "device_impl.hpp"
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace doppler::cuda {
+
+// ---- NCCL ---------------------------------------------------------------------------------------
+
+nccl_comm::unique_id nccl_comm::new_unique_id() {
+  ncclUniqueId id;
+  DOPPLER_NCCL_CHECK(ncclGetUniqueId(&id));
+  unique_id out{};
+  static_assert(sizeof(id.internal) == std::tuple_size_v<unique_id>);
+  std::memcpy(out.data(), id.internal, out.size());
+  return out;
+}
+
+nccl_comm::nccl_comm(const unique_id& id, int ranks, int rank, cuda_device& dev) : dev_(&dev), ranks_(ranks), rank_(rank) {
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw error(errc::bad_argument, "nccl_comm: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  ncclUniqueId nid;
+  std::memcpy(nid.internal, id.data(), id.size());
+  dev.detail().use();
+  ncclComm_t comm = nullptr;
+  DOPPLER_NCCL_CHECK(ncclCommInitRank(&comm, ranks, nid, rank));
+  comm_ = comm;
+}
+
+nccl_comm::~nccl_comm() {
+  if (comm_) (void)ncclCommDestroy(static_cast<ncclComm_t>(comm_));
+}
+
+void nccl_comm::send(const device_tensor& t, int peer, int stream, completion_fn done) {
+  cuda_device::impl& d = dev_->detail();
+  stream_state& st = d.at(stream);
+  d.use();
+  std::lock_guard lock(st.launch_mu);
+  cudaEvent_t start = d.begin(st, done);
+  DOPPLER_NCCL_CHECK(ncclSend(t.data(), t.numel(), ncclFloat, peer, static_cast<ncclComm_t>(comm_), st.stream));
+  d.finish(st, start, completion{0, stream, 0.0, {}}, std::move(done));
+}
+
+void nccl_comm::recv(device_tensor& t, int peer, int stream, completion_fn done) {
+  cuda_device::impl& d = dev_->detail();
+  stream_state& st = d.at(stream);
+  d.use();
+  std::lock_guard lock(st.launch_mu);
+  cudaEvent_t start = d.begin(st, done);
+  DOPPLER_NCCL_CHECK(ncclRecv(t.data(), t.numel(), ncclFloat, peer, static_cast<ncclComm_t>(comm_), st.stream));
+  d.finish(st, start, completion{0, stream, 0.0, {}}, std::move(done));
+}
+
+// ---- chunked store-and-forward -------------------------------------------------------------------
+
+device_tensor cuda_device::forward_chunked(const device_tensor& src, std::span<cuda_device* const> path,
+                                           std::size_t chunk_bytes) {
+  if (path.empty() || src.empty() || path[0]->id() != src.device())
+    throw error(errc::bad_argument, "forward_chunked: the path must start at the device holding the tensor");
+  if (path.size() == 1) return src;
+  const std::size_t hops = path.size() - 1;
+  const std::uint64_t chunks = chunk_count(src.bytes(), chunk_bytes);
+  // Each hop copies on its receiver's last stream, so the compute streams stay free.
+  std::vector<device_tensor> buf{src};
+  std::vector<std::vector<cudaEvent_t>> arrived(hops, std::vector<cudaEvent_t>(chunks, nullptr));
+  auto stream_of = [&](std::size_t h) { return path[h]->streams() - 1; };
+  for (std::size_t h = 1; h <= hops; ++h) {
+    buf.push_back(path[h]->allocate(src.shape(), stream_of(h)));
+    if (path[h - 1]->gpu() != path[h]->gpu()) path[h - 1]->impl_->grant_peer(path[h]->gpu());
+  }
+  try {
+    for (std::uint64_t k = 0; k < chunks; ++k) {
+      const byte_range r = chunk_range(src.bytes(), chunk_bytes, k);
+      for (std::size_t h = 1; h <= hops; ++h) {
+        impl& to = *path[h]->impl_;
+        stream_state& st = to.at(stream_of(h));
+        to.use();
+        std::lock_guard lock(st.launch_mu);
+        if (h > 1) DOPPLER_CUDA_CHECK(cudaStreamWaitEvent(st.stream, arrived[h - 2][k], 0));
+        auto* dst = reinterpret_cast<char*>(buf[h].data()) + r.offset;
+        auto* from = reinterpret_cast<const char*>(buf[h - 1].data()) + r.offset;
+        if (r.size > 0) {
+          if (path[h - 1]->gpu() == path[h]->gpu())
+            DOPPLER_CUDA_CHECK(cudaMemcpyAsync(dst, from, r.size, cudaMemcpyDeviceToDevice, st.stream));
+          else
+            DOPPLER_CUDA_CHECK(cudaMemcpyPeerAsync(dst, path[h]->gpu(), from, path[h - 1]->gpu(), r.size, st.stream));
+        }
+        DOPPLER_CUDA_CHECK(cudaEventCreateWithFlags(&arrived[h - 1][k], cudaEventDisableTiming));
+        DOPPLER_CUDA_CHECK(cudaEventRecord(arrived[h - 1][k], st.stream));
+      }
+    }
+    for (std::size_t h = 1; h <= hops; ++h) {
+      path[h]->impl_->use();
+      DOPPLER_CUDA_CHECK(cudaStreamSynchronize(path[h]->impl_->at(stream_of(h)).stream));
+    }
+  } catch (...) {
+    for (auto& row : arrived)
+      for (cudaEvent_t e : row)
+        if (e) (void)cudaEventDestroy(e);
+    throw;
+  }
+  for (auto& row : arrived)
+    for (cudaEvent_t e : row) (void)cudaEventDestroy(e);
+  return buf.back();
+}
+
+// ---- the GPU reference executor -------------------------------------------------------------------
+
+std::vector<tensor> execute_reference_cuda(const graph& g, const cuda_reference_options& options) {
+  device_options d;
+  d.gpu = options.gpu;
+  d.streams = 1;
+  d.bf16_matmul = options.follow_dtype ? g.element_type() == dtype::bf16 : options.bf16_matmul;
+  cuda_device dev(0, d);
+  std::vector<device_tensor> out(g.size());
+  std::vector<const device_tensor*> args;
+  for (op_index i : g.topo_order()) {
+    args.clear();
+    for (op_index p : g[i].inputs) args.push_back(&out[p]);
+    out[i] = dev.launch(g, i, args, options.seed, 0);
+  }
+  dev.synchronize();
+  std::vector<tensor> host(g.size());
+  for (op_index i = 0; i < g.size(); ++i) host[i] = dev.download(out[i], 0);
+  out.clear();
+  dev.synchronize();
+  return host;
+}
+
+std::vector<tensor> execute_reference_cuda(const graph& g, std::uint64_t seed) {
+  cuda_reference_options o;
+  o.seed = seed;
+  return execute_reference_cuda(g, o);
+}
+
+// ---- synchronous executor for the actor backend interface ---------------------------------------
+
+namespace {
+std::atomic<unsigned> next_stream{0};
+}
+
+cuda_executor::cuda_executor(int devices, const device_options& options) {
+  if (devices < 1) throw error(errc::bad_argument, "cuda_executor: devices must be >= 1");
+  for (int d = 0; d < devices; ++d) devs_.push_back(std::make_unique<cuda_device>(d, options));
+}
+
+cuda_executor::~cuda_executor() = default;
+
+int cuda_executor::devices() const noexcept { return static_cast<int>(devs_.size()); }
+
+tensor cuda_executor::execute_on(int d, const graph& g, op_index i, std::span<const tensor* const> inputs,
+                                 std::uint64_t seed) {
+  cuda_device& dev = *devs_[static_cast<std::size_t>(d < 0 ? -d : d) % devs_.size()];
+  const int stream = static_cast<int>(next_stream.fetch_add(1, std::memory_order_relaxed) %
+                                      static_cast<unsigned>(dev.streams()));
+  std::vector<device_tensor> resident;
+  resident.reserve(inputs.size());
+  std::vector<const device_tensor*> args;
+  for (const tensor* t : inputs) {
+    if (t == nullptr) throw error(errc::bad_argument, "op `" + g[i].id + "`: null input");
+    resident.push_back(dev.upload(*t, stream));
+  }
+  for (const device_tensor& t : resident) args.push_back(&t);
+  device_tensor out = dev.launch(g, i, args, seed, stream);
+  return dev.download(out, stream);  // synchronizes the stream: inputs may be freed after
+}
+
+}  // namespace doppler::cuda
