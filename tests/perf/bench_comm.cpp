@@ -2,6 +2,7 @@
 // the validator/bounds. Counters report the schedule quality next to the time: epochs and % of the
 // lower bound. `bench_comm --benchmark_filter=greedy_pod` runs the 1,024-GPU allgather.
 #include <doppler/comm/planner.hpp>
+#include <doppler/comm/tenants.hpp>
 #include <doppler/comm/topologies.hpp>
 
 #include <benchmark/benchmark.h>
@@ -66,8 +67,45 @@ void bound_ndv2(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(compute_lower_bound(net, d).seconds);
 }
 
+/// Re-planning on a DGX-1 when a second job (a gather to gpu5, 4 chunks per GPU) arrives next to a
+/// running allgather (2 chunks per GPU): from scratch (joint MILP) vs keeping the old sends and
+/// planning only the new chunks around them.
+void replan(benchmark::State& st, bool warm) {
+  static const cluster c = make_preset("dgx1-v100");
+  demand a = make_collective(c, collective::allgather, 1 << 20, 2);
+  demand b = make_collective(c, collective::gather, 1 << 20, 4, 5);
+  plan_options o;
+  o.with_method("milp").with_time_limit(5);
+  static const plan_result first = plan(c, merge_jobs({a}, {1.0}), o);
+  demand both = merge_jobs({a, b}, {1.0, 1.0});
+  if (warm) o.warm_start = &first.sched;
+  plan_result r;
+  for (auto _ : st) r = plan(c, both, o);
+  report(st, r);
+}
+
+/// Two tenants on a DGX-1 (allgather + broadcast): joint vs alone vs first-come-first-served.
+void tenants(benchmark::State& st) {
+  static const cluster c = make_preset("dgx1-v100");
+  demand both = merge_jobs({make_collective(c, collective::allgather, 1 << 20, 1),
+                            make_collective(c, collective::broadcast, 1 << 20, 2, 5)},
+                           {1.0, 1.0});
+  plan_options o;
+  o.with_method("milp").with_time_limit(30);
+  tenant_comparison t;
+  for (auto _ : st) t = compare_tenants(c, both, o);
+  st.counters["weighted_joint"] = t.weighted_joint;
+  st.counters["weighted_alone"] = t.weighted_alone;
+  st.counters["weighted_fcfs"] = t.weighted_fcfs;
+  st.counters["makespan_joint"] = t.joint.report.epochs_used;
+  st.counters["makespan_fcfs"] = t.fcfs.epochs;
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(replan, scratch, false)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, warm, true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(tenants)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(dgx1_allgather, greedy, std::string("greedy"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(dgx1_allgather, ring, std::string("ring"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(dgx1_allgather, tree, std::string("tree"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
