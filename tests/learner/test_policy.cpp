@@ -135,3 +135,27 @@ TEST_CASE("checkpoint round trip gives identical greedy placements; the doppler 
   std::filesystem::remove(bad);
   CHECK_THROWS_AS(policy::load(temp_path("missing.pt")), error);
 }
+
+TEST_CASE("a policy places other graphs on clusters of other sizes (transfer)") {
+  graph g = paper("ffnn_192nodes.txt");
+  cluster c4 = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c4, cm);
+  policy pol(small());
+  auto o = rollout_options::sample(1, 1.0, 0.2);
+  o.teacher = true;
+  std::vector<episode> eps{pol.rollout(pb, o)};
+  pol.imitation_update(pb, eps);
+  graph big = paper("8gpu_transformer_block.txt");
+  for (const char* name : {"doppler-paper:8", "p100x4", "dgx1-v100"}) {
+    CAPTURE(std::string(name));
+    cluster c = make_preset(name);
+    // The paper's comm values read as bytes (3e13 in all) exceed real GPUs' memory: ignore memory.
+    problem other(big, c, cm, /*respect_memory=*/false);
+    placement p = pol.place(other);
+    CHECK_NOTHROW(check_placement(p, big, c));
+    std::vector<char> used(c.device_count(), 0);
+    for (device_index d : p.device) used[d] = 1;
+    CHECK(std::count(used.begin(), used.end(), 1) > 1);
+  }
+}
