@@ -155,6 +155,18 @@ void copy_done(device_pointer self, copy_done_msg m) {
   st.arrived.push_back(transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
 }
 
+/// Takes the plan of a new run: fresh buffers, the sender is the run's dispatcher.
+void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
+  auto& st = self->state;
+  st.clear();
+  st.run = plan->run;
+  st.buf.resize(plan->size());
+  st.refs.assign(plan->size(), 0);
+  st.plan = std::move(plan);
+  st.active = true;
+  st.dispatcher = caf::actor_cast<dispatcher_actor>(self->current_sender());
+}
+
 device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
   self->state.opt = std::move(opt);
   if (!self->state.opt.kernels->runs_inline()) {
@@ -163,14 +175,15 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
   }
   return {
       [=](begin_atom, const plan_ref& ref) {
-        auto& st = self->state;
-        st.clear();
-        st.plan = ref.ptr;
-        st.run = ref.ptr->run;
-        st.active = true;
-        st.dispatcher = caf::actor_cast<dispatcher_actor>(self->current_sender());
-        st.buf.resize(ref.ptr->size());
-        st.refs.assign(ref.ptr->size(), 0);
+        begin_run(self, ref.ptr);
+        return caf::ok_atom::value;
+      },
+      [=](begin_atom, const plan_text& text) -> caf::result<caf::ok_atom> {
+        try {
+          begin_run(self, from_text(text));
+        } catch (const std::exception& e) {
+          return caf::make_error(caf::sec::invalid_argument, std::string("device could not build the plan: ") + e.what());
+        }
         return caf::ok_atom::value;
       },
       [=](execute_atom, std::uint64_t run, std::vector<op_index>& ops) {

@@ -265,9 +265,15 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         for (auto& d : p.devices) self->monitor(d);
         // every device takes the plan first; then the clock starts and entries go out
         auto pending = std::make_shared<std::size_t>(p.devices.size());
-        for (auto& d : p.devices)
-          self->request(d, std::chrono::seconds(30), begin_atom::value, plan_ref{st.plan})
-              .then(
+        std::shared_ptr<plan_text> text;  // for devices in other processes, built once
+        for (auto& d : p.devices) {
+          auto req = [&] {
+            if (d.node() == self->node())
+              return self->request(d, std::chrono::seconds(30), begin_atom::value, plan_ref{st.plan});
+            if (!text) text = std::make_shared<plan_text>(to_text(p));
+            return self->request(d, std::chrono::seconds(30), begin_atom::value, *text);
+          }();
+          std::move(req).then(
                   [=](caf::ok_atom) {
                     auto& s = self->state;
                     if (--*pending != 0 || s.finished) return;
@@ -295,6 +301,7 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
                   [=](caf::error& err) {
                     fail_run(self, "a device did not take the plan: " + self->system().render(err));
                   });
+        }
         return st.promise;
       },
       [=](std::vector<op_done_msg>& batch) {

@@ -6,6 +6,8 @@
 #include <doppler/actors/run_plan.hpp>
 #include <doppler/runtime/error.hpp>
 
+#include <caf/io/all.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -18,6 +20,7 @@ namespace {
 caf::actor_system_config& configure(caf::actor_system_config& cfg, const engine_options& opt) {
   cfg.add_message_types<caf::id_block::doppler_actors>();
   if (opt.scheduler_threads > 0) cfg.set("scheduler.max-threads", opt.scheduler_threads);
+  if (opt.network) cfg.load<caf::io::middleman>();
   cfg.set("logger.console", caf::atom("none"));
   return cfg;
 }
@@ -132,6 +135,62 @@ std::uint64_t engine::bytes_held() {
     self->request(d, std::chrono::seconds(5), actors::bytes_atom::value)
         .receive([&](std::uint64_t b) { total += b; }, [&](caf::error&) {});
   return total;
+}
+
+void engine::attach(device_index d, const std::string& host, std::uint16_t port) {
+  if (!impl_->opt.network) throw error(errc::bad_argument, "attach: the engine was built without network");
+  if (d >= impl_->c->device_count()) throw error(errc::bad_argument, "attach: no device " + std::to_string(d));
+  auto h = impl_->sys.middleman().remote_actor<actors::device_actor>(host, port);
+  if (!h)
+    throw run_failure("device " + (*impl_->c)[d].id + ": cannot reach " + host + ":" + std::to_string(port) + ": " +
+                          impl_->sys.render(h.error()),
+                      std::nullopt, d);
+  std::lock_guard lock(impl_->mutex);
+  caf::anon_send_exit(impl_->devices[d], caf::exit_reason::user_shutdown);
+  impl_->devices[d] = std::move(*h);
+}
+
+struct worker::impl {
+  engine_options opt;
+  std::shared_ptr<const cluster> c;
+  std::shared_ptr<actors::backend> kernels;
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  std::vector<std::pair<device_index, std::uint16_t>> ports;
+  std::vector<actors::device_actor> devices;
+
+  impl(cluster cl, engine_options o)
+      : opt(std::move(o.with_network())),
+        c(std::make_shared<const cluster>(std::move(cl))),
+        kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend, c, opt.costs)),
+        sys(configure(cfg, opt)) {}
+  ~impl() {
+    for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  }
+};
+
+worker::worker(cluster c, std::vector<device_index> devices, engine_options opt, std::string host)
+    : impl_(std::make_unique<impl>(std::move(c), std::move(opt))) {
+  for (device_index d : devices) {
+    if (d >= impl_->c->device_count()) throw error(errc::bad_argument, "worker: no device " + std::to_string(d));
+    actors::device_options o;
+    o.index = d;
+    o.streams = impl_->opt.streams;
+    o.kernels = impl_->kernels;
+    auto dev = actors::spawn_device(impl_->sys, std::move(o));
+    auto port = impl_->sys.middleman().publish(dev, 0, host.c_str());
+    if (!port) throw error(errc::io, "worker: cannot publish device " + (*impl_->c)[d].id + ": " + impl_->sys.render(port.error()));
+    impl_->ports.emplace_back(d, *port);
+    impl_->devices.push_back(std::move(dev));
+  }
+}
+
+worker::~worker() = default;
+
+std::uint16_t worker::port(device_index d) const {
+  for (auto [dev, p] : impl_->ports)
+    if (dev == d) return p;
+  throw error(errc::bad_argument, "worker: device " + std::to_string(d) + " is not served here");
 }
 
 void engine::kill_device(device_index d) {

@@ -4,6 +4,7 @@
 #include <doppler/actors/run_plan.hpp>
 #include <doppler/runtime/cpu_backend.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_io.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -42,6 +43,39 @@ void finish_plan(run_plan& plan) {
     plan.remote_dest.insert(plan.remote_dest.end(), seen.begin(), seen.end());
     plan.remote_off[i + 1] = static_cast<std::uint32_t>(plan.remote_dest.size());
   }
+}
+
+plan_text to_text(const run_plan& plan) {
+  plan_text t;
+  t.run = plan.run;
+  t.graph_json = to_json_text(*plan.g);
+  t.cluster_json = to_json_text(*plan.c);
+  t.device = plan.p.device;
+  t.order = plan.p.order;
+  for (const auto& d : plan.devices) t.devices.push_back(caf::actor_cast<caf::actor>(d));
+  t.mode = static_cast<std::uint8_t>(plan.mode);
+  t.keep = static_cast<std::uint8_t>(plan.keep);
+  t.seed = plan.seed;
+  t.record_trace = plan.record_trace;
+  t.timeout_ms = plan.timeout.count();
+  return t;
+}
+
+std::shared_ptr<run_plan> from_text(const plan_text& t) {
+  auto plan = std::make_shared<run_plan>();
+  plan->run = t.run;
+  plan->g = std::make_shared<const graph>(parse_graph(t.graph_json, "<plan graph>"));
+  plan->c = std::make_shared<const cluster>(parse_cluster(t.cluster_json, "<plan cluster>"));
+  plan->p.device = t.device;
+  plan->p.order = t.order;
+  for (const auto& d : t.devices) plan->devices.push_back(caf::actor_cast<device_actor>(d));
+  plan->mode = t.mode == 1 ? exec_mode::bsp : exec_mode::wc;
+  plan->keep = t.keep == 1 ? keep_outputs::all : keep_outputs::exits;
+  plan->seed = t.seed;
+  plan->record_trace = t.record_trace;
+  plan->timeout = std::chrono::milliseconds(t.timeout_ms);
+  finish_plan(*plan);
+  return plan;
 }
 
 namespace {

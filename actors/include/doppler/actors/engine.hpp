@@ -32,6 +32,7 @@ struct engine_options {
   std::shared_ptr<actors::backend> custom_backend;  ///< overrides `backend` (tests, other devices)
   std::chrono::milliseconds timeout{120000};        ///< default per-run timeout
   std::size_t scheduler_threads = 0; ///< CAF scheduler threads (0: CAF's default, one per core)
+  bool network = false;              ///< load CAF's middleman: devices in other processes (`attach`, `worker`)
 
   engine_options& with_streams(int s) { streams = s; return *this; }
   engine_options& with_backend(std::string name) { backend = std::move(name); return *this; }
@@ -39,6 +40,7 @@ struct engine_options {
   engine_options& with_custom_backend(std::shared_ptr<actors::backend> b) { custom_backend = std::move(b); return *this; }
   engine_options& with_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
   engine_options& with_scheduler_threads(std::size_t n) { scheduler_threads = n; return *this; }
+  engine_options& with_network(bool on = true) { network = on; return *this; }
 };
 
 struct run_options {
@@ -88,6 +90,23 @@ class run_failure : public std::runtime_error {
   std::optional<device_index> device_;
 };
 
+/// Device actors of a cluster served to other processes over TCP (CAF's middleman): a worker process
+/// runs some devices, an engine elsewhere `attach`es them.
+class worker {
+ public:
+  /// Spawns device actors for `devices` of `c` and publishes each on `host` at a free port.
+  worker(cluster c, std::vector<device_index> devices, engine_options opt = {}, std::string host = "127.0.0.1");
+  ~worker();
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+  /// The port device d is served at; throws `doppler::error` when this worker does not serve it.
+  std::uint16_t port(device_index d) const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
 /// An actor system with one device actor per device of a cluster. Runs are sequential (one at a
 /// time per engine); the engine stays usable after a failed run (dead devices are respawned).
 class engine {
@@ -107,6 +126,9 @@ class engine {
   const engine_options& options() const noexcept;
   /// Bytes the device actors hold in their buffers now (0 between runs).
   std::uint64_t bytes_held();
+  /// Uses the device actor a `worker` serves at host:port as device d (needs `network`); its tensors
+  /// travel as serialized messages over TCP. Throws `run_failure` when the connection fails.
+  void attach(device_index d, const std::string& host, std::uint16_t port);
   /// Fault injection: kills device d's actor now (a run in flight fails naming it; the next run
   /// respawns it).
   void kill_device(device_index d);

@@ -17,7 +17,8 @@
 /// - Times travel as steady-clock nanoseconds; the dispatcher makes them relative to its start.
 ///
 /// Every message type is registered in the `doppler_actors` type-id block below. The run plan (a
-/// pointer to the immutable graph, placement and precomputed tables) is process-local.
+/// pointer to the immutable graph, placement and precomputed tables) is process-local; devices in
+/// other processes get it as `plan_text` and build their own.
 
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/sim.hpp>
@@ -37,6 +38,20 @@ struct run_plan;  // run_plan.hpp: graph, placement, device handles, per-op tabl
 /// A process-local, shared, immutable run plan.
 struct plan_ref {
   std::shared_ptr<const run_plan> ptr;
+};
+
+/// The plan as data, for a device actor in another process (`worker`): the graph and the cluster in
+/// their JSON formats, the placement, the device handles and the run's settings.
+struct plan_text {
+  std::uint64_t run = 0;
+  std::string graph_json, cluster_json;
+  std::vector<device_index> device;  ///< placement: device per op
+  std::vector<op_index> order;       ///< placement: priority order (may be empty)
+  std::vector<caf::actor> devices;   ///< the device actors of the run (typed handles, type-erased)
+  std::uint8_t mode = 0, keep = 0;   ///< exec_mode, keep_outputs
+  std::uint64_t seed = 0;
+  bool record_trace = true;
+  std::int64_t timeout_ms = 0;
 };
 
 /// A tensor carried by a message. Local sends share the buffer read-only (the receiver copies it into
@@ -127,6 +142,8 @@ namespace doppler::actors {
 using device_actor = caf::typed_actor<
     /// Prepare for run `plan` (buffers, tables); answered once ready.
     caf::replies_to<begin_atom, plan_ref>::with<caf::ok_atom>,
+    /// The same for a device in another process: it parses the graph and cluster and builds the plan.
+    caf::replies_to<begin_atom, plan_text>::with<caf::ok_atom>,
     /// Every input of these ops is in this device's buffers: queue them by priority and run them.
     /// (The dispatcher batches the ops that became ready while its mailbox was busy.)
     caf::reacts_to<execute_atom, std::uint64_t, std::vector<op_index>>,
@@ -172,6 +189,11 @@ typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
            }));
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, plan_text& x) {
+  return f(caf::meta::type_name("plan_text"), x.run, x.graph_json, x.cluster_json, x.device, x.order,
+           x.devices, x.mode, x.keep, x.seed, x.record_trace, x.timeout_ms);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_done_msg& x) {
   return f(caf::meta::type_name("op_done_msg"), x.run, x.op, x.device, x.start_ns, x.end_ns);
 }
@@ -211,13 +233,13 @@ typename Inspector::result_type inspect(Inspector& f, trace_event& x) {
 }
 }  // namespace doppler
 
-/// The plan is process-local (a pointer to an immutable graph); remote workers will ship graphs as
-/// doppler-graph/1 text instead.
+/// The plan is process-local (a pointer to an immutable graph); remote devices get `plan_text`.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(doppler::actors::plan_ref)
 
 CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::trace_event))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::tensor_ref))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::plan_text))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::op_done_msg))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::op_done_msg>))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::transfer_done_msg))

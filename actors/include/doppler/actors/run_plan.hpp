@@ -48,4 +48,9 @@ struct run_plan {
 /// placement; throws `doppler::error` naming the op when it is invalid).
 void finish_plan(run_plan& plan);
 
+/// The plan as data for a device in another process (graph and cluster as JSON text).
+plan_text to_text(const run_plan& plan);
+/// Rebuilds a plan from its text form (parses and checks everything; throws `doppler::error`).
+std::shared_ptr<run_plan> from_text(const plan_text& t);
+
 }  // namespace doppler::actors
