@@ -65,6 +65,10 @@ device_actor::behavior_type fake_device(device_actor::pointer self, device_index
         log->push_back(name + "begin");
         return caf::ok_atom::value;
       },
+      [=](begin_atom, const plan_text&) {
+        log->push_back(name + "begin (text)");
+        return caf::ok_atom::value;
+      },
       [=](execute_atom, std::uint64_t run, std::vector<op_index>& ops) {
         std::vector<op_done_msg> done;
         for (op_index i : ops) {
@@ -163,6 +167,7 @@ TEST_CASE("a device that never answers: the timeout ends the run naming the op")
   auto silent = [](device_actor::pointer) -> device_actor::behavior_type {
     return {
         [](begin_atom, const plan_ref&) { return caf::ok_atom::value; },
+        [](begin_atom, const plan_text&) { return caf::ok_atom::value; },
         [](execute_atom, std::uint64_t, std::vector<op_index>&) {},
         [](send_atom, std::uint64_t, const std::vector<op_index>&, const std::vector<device_index>&) {},
         [](tensor_atom, std::uint64_t, op_index, device_index, tensor_ref&) {},
