@@ -248,7 +248,13 @@ int main(int argc, char** argv) try {
   std::vector<std::pair<std::string, placement>> plans;
   for (const std::string& name : split(placers, ','))
     plans.emplace_back(name, make_placer(name)->place(g, c, cm, placer_options{}));
-  for (const auto& [name, file] : placement_files) plans.emplace_back(name, load_placement(file, g, c));
+  for (const auto& [name, file] : placement_files) {
+    try {
+      plans.emplace_back(name, load_placement(file, g, c));
+    } catch (const std::exception& e) {
+      std::printf("placement %s skipped: %s\n\n", name.c_str(), e.what());
+    }
+  }
 
   dc::device_options o;
   o.streams = streams;
