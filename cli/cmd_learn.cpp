@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 
+#include <doppler/learner/curriculum.hpp>
 #include <doppler/learner/curve.hpp>
 #include <doppler/learner/doppler_placer.hpp>
 #include <doppler/learner/policy.hpp>
@@ -60,7 +61,7 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
 void add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the simulator");
   struct opts {
-    std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs;
+    std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs, config;
     int real_repeat = 1;
     learner::train_options t;
     learner::policy_options p;
@@ -93,11 +94,36 @@ void add_train(CLI::App& app) {
   cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement)");
   cmd->add_option("--svg", o->svg, "Training curve plot");
   cmd->add_option("--best", o->best, "Write the best placement found (doppler-placement/1)");
-  cmd->callback([o] {
+  cmd->add_option("--config", o->config,
+                  "Curriculum (doppler-curriculum/1 JSON, docs/learner.md); flags given explicitly override it");
+  cmd->callback([o, cmd] {
     graph g = load_graph(o->graph);
     cluster c = load_cluster_or_preset(o->cluster);
     cost_model cm = o->costs.empty() ? cost_model() : cost_model::load(o->costs);
     o->t.sim.model = parse_model(o->model);
+    if (!o->config.empty()) {
+      auto cur = learner::load_curriculum(o->config);
+      auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+      auto& t = cur.train;
+      auto& p = cur.policy;
+      if (given("--model")) t.sim.model = o->t.sim.model;
+      if (given("--il-episodes")) t.il_episodes = o->t.il_episodes;
+      if (given("--rl-episodes")) t.rl_episodes = o->t.rl_episodes;
+      if (given("--real-episodes")) t.real_episodes = o->t.real_episodes;
+      if (given("--batch")) t.batch = o->t.batch;
+      if (given("--il-lr")) t.il_lr = o->t.il_lr;
+      if (given("--rl-lr")) t.rl_lr = o->t.rl_lr;
+      if (given("--entropy")) t.entropy = o->t.entropy;
+      if (given("--baseline-decay")) t.baseline_decay = o->t.baseline_decay;
+      if (given("--normalize-advantages")) t.normalize_advantages = o->t.normalize_advantages;
+      if (given("--temperature")) t.temperature = o->t.temperature;
+      if (given("--seed")) t.seed = o->t.seed;
+      if (given("--hidden")) p.hidden = o->p.hidden;
+      if (given("--steps")) p.steps = o->p.steps;
+      o->t = t;
+      o->p = p;
+      o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
+    }
     o->p.seed = o->t.seed;
     learner::policy pol = o->init.empty() ? learner::policy(o->p) : learner::policy::load(o->init);
     learner::problem pb(g, c, cm);

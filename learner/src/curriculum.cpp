@@ -1,0 +1,129 @@
+// The curriculum file (curriculum.hpp).
+#include <doppler/learner/curriculum.hpp>
+
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/io.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <initializer_list>
+
+namespace doppler::learner {
+
+namespace {
+
+using json = nlohmann::json;
+
+struct reader {
+  const std::string& file;
+
+  [[noreturn]] void fail(errc code, const std::string& path, const std::string& why) const {
+    throw error(code, file, path, why);
+  }
+  /// The object at `path`, rejecting keys not in `known`.
+  void keys(const json& j, const std::string& path, std::initializer_list<const char*> known) const {
+    if (!j.is_object()) fail(errc::bad_type, path.empty() ? "$" : path, "expected an object");
+    for (const auto& [k, v] : j.items()) {
+      bool ok = false;
+      for (const char* name : known) ok = ok || k == name;
+      if (!ok) fail(errc::bad_value, path.empty() ? k : path + "." + k, "unknown key");
+    }
+  }
+  void number(const json& j, const std::string& path, const char* key, double& out, double lo, double hi) const {
+    if (!j.contains(key)) return;
+    const auto& v = j.at(key);
+    std::string p = path.empty() ? key : path + "." + key;
+    if (!v.is_number()) fail(errc::bad_type, p, "expected a number");
+    double x = v.get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi)
+      fail(errc::bad_value, p, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    out = x;
+  }
+  void integer(const json& j, const std::string& path, const char* key, int& out, int lo) const {
+    if (!j.contains(key)) return;
+    const auto& v = j.at(key);
+    std::string p = path.empty() ? key : path + "." + key;
+    if (!v.is_number_integer()) fail(errc::bad_type, p, "expected an integer");
+    auto x = v.get<long long>();
+    if (x < lo || x > 1'000'000'000) fail(errc::bad_value, p, "must be an integer >= " + std::to_string(lo));
+    out = static_cast<int>(x);
+  }
+  void boolean(const json& j, const std::string& path, const char* key, bool& out) const {
+    if (!j.contains(key)) return;
+    if (!j.at(key).is_boolean()) fail(errc::bad_type, path + "." + key, "expected true or false");
+    out = j.at(key).get<bool>();
+  }
+};
+
+}  // namespace
+
+curriculum parse_curriculum(std::string_view text, const std::string& file, curriculum base) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw error(errc::bad_json, file, "", e.what());
+  }
+  reader r{file};
+  r.keys(j, "", {"format", "phases", "imitation", "reinforce", "policy", "model", "seed"});
+  if (!j.contains("format") || j["format"] != "doppler-curriculum/1")
+    r.fail(errc::bad_format_tag, "format", "expected \"doppler-curriculum/1\"");
+  auto& t = base.train;
+  auto& p = base.policy;
+  if (j.contains("phases")) {
+    const auto& s = j["phases"];
+    r.keys(s, "phases", {"il_episodes", "rl_episodes", "real_episodes", "batch"});
+    r.integer(s, "phases", "il_episodes", t.il_episodes, 0);
+    r.integer(s, "phases", "rl_episodes", t.rl_episodes, 0);
+    r.integer(s, "phases", "real_episodes", t.real_episodes, 0);
+    r.integer(s, "phases", "batch", t.batch, 1);
+  }
+  if (j.contains("imitation")) {
+    const auto& s = j["imitation"];
+    r.keys(s, "imitation", {"lr", "epsilon", "epsilon_final"});
+    r.number(s, "imitation", "lr", t.il_lr, 1e-12, 10);
+    r.number(s, "imitation", "epsilon", t.il_epsilon, 0, 1);
+    r.number(s, "imitation", "epsilon_final", t.il_epsilon_final, 0, 1);
+  }
+  if (j.contains("reinforce")) {
+    const auto& s = j["reinforce"];
+    r.keys(s, "reinforce", {"lr", "lr_final", "temperature", "epsilon", "entropy", "entropy_final", "gamma",
+                            "baseline_decay", "normalize_advantages"});
+    r.number(s, "reinforce", "lr", t.rl_lr, 1e-12, 10);
+    r.number(s, "reinforce", "lr_final", t.lr_final, 0, 1);
+    r.number(s, "reinforce", "temperature", t.temperature, 1e-6, 1e6);
+    r.number(s, "reinforce", "epsilon", t.rl_epsilon, 0, 1);
+    r.number(s, "reinforce", "entropy", t.entropy, 0, 1e6);
+    r.number(s, "reinforce", "entropy_final", t.entropy_final, 0, 1e6);
+    r.number(s, "reinforce", "gamma", t.gamma, 0, 1);
+    r.number(s, "reinforce", "baseline_decay", t.baseline_decay, 0, 0.999999);
+    r.boolean(s, "reinforce", "normalize_advantages", t.normalize_advantages);
+  }
+  if (j.contains("policy")) {
+    const auto& s = j["policy"];
+    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp"});
+    r.integer(s, "policy", "hidden", p.hidden, 1);
+    r.integer(s, "policy", "steps", p.steps, 0);
+    r.integer(s, "policy", "proj", p.proj, 1);
+    r.integer(s, "policy", "mlp", p.mlp, 1);
+  }
+  if (j.contains("model")) {
+    const auto& m = j["model"];
+    if (m == "simple") t.sim.model = sim_model::simple;
+    else if (m == "wc") t.sim.model = sim_model::wc;
+    else r.fail(errc::bad_value, "model", "expected \"simple\" or \"wc\"");
+  }
+  if (j.contains("seed")) {
+    if (!j["seed"].is_number_unsigned()) r.fail(errc::bad_type, "seed", "expected an integer >= 0");
+    t.seed = j["seed"].get<std::uint64_t>();
+    p.seed = t.seed;
+  }
+  return base;
+}
+
+curriculum load_curriculum(const std::string& path, curriculum base) {
+  return parse_curriculum(read_file(path), path, std::move(base));
+}
+
+}  // namespace doppler::learner

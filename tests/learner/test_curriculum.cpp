@@ -1,0 +1,56 @@
+// The curriculum file: fields land in train/policy options; bad input names the JSON path.
+#include <doppler/learner/curriculum.hpp>
+#include <doppler/runtime/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace doppler;
+using namespace doppler::learner;
+
+TEST_CASE("a curriculum sets the fields it names and keeps the others") {
+  auto c = parse_curriculum(R"({"format": "doppler-curriculum/1",
+      "phases": {"il_episodes": 12, "rl_episodes": 34, "batch": 5},
+      "imitation": {"lr": 0.02, "epsilon_final": 0.0},
+      "reinforce": {"temperature": 0.5, "gamma": 1.0, "normalize_advantages": false, "baseline_decay": 0.9},
+      "policy": {"hidden": 128, "steps": 6},
+      "model": "wc", "seed": 7})");
+  CHECK(c.train.il_episodes == 12);
+  CHECK(c.train.rl_episodes == 34);
+  CHECK(c.train.real_episodes == 0);
+  CHECK(c.train.batch == 5);
+  CHECK(c.train.il_lr == doctest::Approx(0.02));
+  CHECK(c.train.il_epsilon == doctest::Approx(train_options{}.il_epsilon));
+  CHECK(c.train.il_epsilon_final == 0);
+  CHECK(c.train.temperature == doctest::Approx(0.5));
+  CHECK(c.train.gamma == 1.0);
+  CHECK_FALSE(c.train.normalize_advantages);
+  CHECK(c.train.baseline_decay == doctest::Approx(0.9));
+  CHECK(c.train.sim.model == sim_model::wc);
+  CHECK(c.train.seed == 7);
+  CHECK(c.policy.hidden == 128);
+  CHECK(c.policy.steps == 6);
+  CHECK(c.policy.mlp == policy_options{}.mlp);
+  CHECK(c.policy.seed == 7);
+}
+
+TEST_CASE("curriculum errors name the path") {
+  auto path_of = [](const std::string& text) {
+    try {
+      parse_curriculum(text, "c.json");
+    } catch (const error& e) {
+      CHECK(e.file() == "c.json");
+      return e.path();
+    }
+    return std::string("no error");
+  };
+  CHECK(path_of(R"({"phases": {}})") == "format");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "phases": {"il_episodes": -1}})") == "phases.il_episodes");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "phases": {"episodes": 3}})") == "phases.episodes");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"gamma": "high"}})") == "reinforce.gamma");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"epsilon": 2}})") == "reinforce.epsilon");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "model": "fast"})") == "model");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "typo": 1})") == "typo");
+  CHECK_THROWS_AS(parse_curriculum("{not json"), error);
+}
