@@ -118,36 +118,46 @@ cuda_device::cuda_device(int id, const device_options& options) : impl_(std::mak
   DOPPLER_CUDA_CHECK(cudaMemPoolCreate(&d.pool, &props));
   auto threshold = static_cast<std::uint64_t>(options.pool_release_threshold);
   DOPPLER_CUDA_CHECK(cudaMemPoolSetAttribute(d.pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  for (int s = 0; s < options.streams; ++s) {
-    auto st = std::make_unique<stream_state>();
-    DOPPLER_CUDA_CHECK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
-    DOPPLER_CUBLAS_CHECK(cublasCreate(&st->blas));
-    DOPPLER_CUBLAS_CHECK(cublasSetStream(st->blas, st->stream));
-    // Plain FP32 GEMMs (no TF32), so f32 results stay within 1e-4 of the CPU backend.
-    DOPPLER_CUBLAS_CHECK(cublasSetMathMode(st->blas, CUBLAS_DEFAULT_MATH));
-    stream_state* raw = st.get();
-    st->waiter = std::thread([this, raw] { impl_->waiter_loop(*raw); });
-    d.streams.push_back(std::move(st));
+  try {
+    for (int s = 0; s < options.streams; ++s) {
+      d.streams.push_back(std::make_unique<stream_state>());
+      stream_state& st = *d.streams.back();
+      DOPPLER_CUDA_CHECK(cudaStreamCreateWithFlags(&st.stream, cudaStreamNonBlocking));
+      DOPPLER_CUBLAS_CHECK(cublasCreate(&st.blas));
+      DOPPLER_CUBLAS_CHECK(cublasSetStream(st.blas, st.stream));
+      // Plain FP32 GEMMs (no TF32), so f32 results stay within 1e-4 of the CPU backend.
+      DOPPLER_CUBLAS_CHECK(cublasSetMathMode(st.blas, CUBLAS_DEFAULT_MATH));
+      stream_state* raw = &st;
+      st.waiter = std::thread([this, raw] { impl_->waiter_loop(*raw); });
+    }
+  } catch (...) {
+    d.shutdown();  // the destructor does not run for a throwing constructor
+    throw;
   }
 }
 
-cuda_device::~cuda_device() {
-  impl& d = *impl_;
-  (void)cudaSetDevice(d.options.gpu);
-  for (auto& st : d.streams) {
+void cuda_device::impl::shutdown() {
+  (void)cudaSetDevice(options.gpu);
+  for (auto& st : streams) {
     {
       std::lock_guard lock(st->q_mu);
       st->stopping = true;
     }
     st->q_cv.notify_one();
     if (st->waiter.joinable()) st->waiter.join();  // drains: every queued callback runs
-    (void)cudaStreamSynchronize(st->stream);
+    if (st->stream) (void)cudaStreamSynchronize(st->stream);
     if (st->blas) (void)cublasDestroy(st->blas);
+    st->blas = nullptr;
   }
-  // Tensors still alive free into the destroyed stream; they must go before their device.
-  for (auto& st : d.streams) (void)cudaStreamDestroy(st->stream);
-  if (d.pool) (void)cudaMemPoolDestroy(d.pool);
+  // Tensors still alive would free into destroyed streams: they must go before their device.
+  for (auto& st : streams)
+    if (st->stream) (void)cudaStreamDestroy(st->stream);
+  streams.clear();
+  if (pool) (void)cudaMemPoolDestroy(pool);
+  pool = nullptr;
 }
+
+cuda_device::~cuda_device() { impl_->shutdown(); }
 
 int cuda_device::id() const noexcept { return impl_->id; }
 int cuda_device::gpu() const noexcept { return impl_->options.gpu; }

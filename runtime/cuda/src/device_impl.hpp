@@ -50,6 +50,8 @@ struct cuda_device::impl {
   /// Lets GPU `gpu` read this pool's memory (peer copies), once.
   void grant_peer(int gpu);
   void waiter_loop(stream_state& st);
+  /// Stops the waiters (running every queued callback), destroys streams, handles and the pool.
+  void shutdown();
 };
 
 /// Enqueues the kernels of op i (ops.cpp) into `out` on `st`.
