@@ -48,7 +48,7 @@ for t in test_cuda_backend test_cuda_gpu; do
   log="$REPORT_DIR/$t.log"
   timeout $(( $(left) > 60 ? 240 : 60 )) "$BUILD/tests/$t" -s >"$log" 2>&1
   rc=$?
-  summary=$(grep -E '^\[doctest\] test cases' "$log" | sed 's/\[doctest\] //')
+  summary=$(grep -E '^\[doctest\] test cases' "$log" | sed 's/\[doctest\] //; s/ *| */, /g; s/  */ /g')
   skips=$(grep -c 'skipped: ' "$log")
   [ $rc -ne 0 ] && status=1
   say "| $t | ${summary:-no summary (rc $rc)} | $skips |"
@@ -57,7 +57,7 @@ say ""
 say "Numerical and timing lines from the tests:"
 say ""
 say '```'
-grep -hE 'MESSAGE: ' "$REPORT_DIR"/test_cuda_*.log | sed 's/.*MESSAGE: //' | tee -a "$REPORT"
+grep -hE 'MESSAGE: ' "$REPORT_DIR"/test_cuda_*.log | sed 's/.*MESSAGE: //' | awk '!seen[$0]++' | tee -a "$REPORT"
 say '```'
 say ""
 
