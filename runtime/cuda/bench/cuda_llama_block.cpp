@@ -11,9 +11,9 @@
 // usage: cuda_llama_block [--devices 4] [--streams 4] [--small] [--repeat 3] [--placers cp,heft]
 //                         [--placement NAME=FILE] [--cluster cpu:4] [--actors]
 #include <doppler/cuda/cuda_backend.hpp>
+#include <doppler/cuda/resident_runner.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
-#include <doppler/runtime/graph_algos.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/workloads.hpp>
 #ifdef DOPPLER_CUDA_BENCH_ACTORS
@@ -24,11 +24,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,134 +33,6 @@ using namespace doppler;
 namespace dc = doppler::cuda;
 
 namespace {
-
-/// Completions from the devices' waiter threads, consumed by the driver thread.
-struct event_queue {
-  struct item {
-    op_index op;
-    int device;  // -1: the op itself finished; else a copy of op's output to this device arrived
-    std::string error;
-  };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<item> q;
-  void push(item it) {
-    {
-      std::lock_guard l(mu);
-      q.push_back(std::move(it));
-    }
-    cv.notify_one();
-  }
-  item pop() {
-    std::unique_lock l(mu);
-    cv.wait(l, [&] { return !q.empty(); });
-    item it = std::move(q.front());
-    q.pop_front();
-    return it;
-  }
-};
-
-/// One GPU-resident run of g under placement p on virtual devices `devs`.
-class resident_run {
- public:
-  resident_run(const graph& g, const placement& p, std::vector<dc::cuda_device*> devs, std::uint64_t seed)
-      : g_(g), p_(p), devs_(std::move(devs)), seed_(seed), on_(g.size(), std::vector<dc::device_tensor>(devs_.size())),
-        need_(g.size()), next_stream_(devs_.size(), 0) {
-    for (op_index i = 0; i < g.size(); ++i) need_[i] = static_cast<int>(g.preds(i).size());
-  }
-
-  /// Work-conserving: launch on readiness, copy on completion. Returns seconds.
-  double wc() {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::size_t left = g_.size();
-    for (op_index i = 0; i < g_.size(); ++i)
-      if (need_[i] == 0) launch(i);
-    while (left > 0) {
-      event_queue::item it = events_.pop();
-      if (!it.error.empty()) throw error(errc::internal, it.error);
-      if (it.device < 0) {
-        --left;
-        for (int d : consumer_devices(it.op)) {
-          if (d == dev(it.op)) {
-            arrived(it.op, d);
-          } else {
-            copy(it.op, d);
-          }
-        }
-      } else {
-        arrived(it.op, it.device);
-      }
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-
-  /// Bulk-synchronous: all ops of a level, wait, all copies they need, wait, next level.
-  double bsp() {
-    const std::vector<std::uint32_t> lv = levels(g_);
-    const std::uint32_t depth = lv.empty() ? 0 : *std::max_element(lv.begin(), lv.end()) + 1;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (std::uint32_t l = 0; l < depth; ++l) {
-      int waiting = 0;
-      for (op_index i = 0; i < g_.size(); ++i)
-        if (lv[i] == l) launch(i), ++waiting;
-      for (; waiting > 0; --waiting) check(events_.pop());
-      for (op_index i = 0; i < g_.size(); ++i)
-        if (lv[i] == l)
-          for (int d : consumer_devices(i))
-            if (d != dev(i)) copy(i, d), ++waiting;
-      for (; waiting > 0; --waiting) check(events_.pop());
-    }
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-
-  /// Op i's output on its own device (valid after the run).
-  const dc::device_tensor& output(op_index i) const { return on_[i][static_cast<std::size_t>(dev(i))]; }
-  std::size_t copies() const noexcept { return copies_; }
-
- private:
-  int dev(op_index i) const { return static_cast<int>(p_.device[i] % devs_.size()); }
-  std::vector<int> consumer_devices(op_index i) const {
-    std::vector<int> ds;
-    for (op_index s : g_.succs(i))
-      if (std::find(ds.begin(), ds.end(), dev(s)) == ds.end()) ds.push_back(dev(s));
-    return ds;
-  }
-  int stream_for(int d) {
-    auto& n = next_stream_[static_cast<std::size_t>(d)];
-    return static_cast<int>(n++ % static_cast<unsigned>(devs_[static_cast<std::size_t>(d)]->streams()));
-  }
-  void check(const event_queue::item& it) {
-    if (!it.error.empty()) throw error(errc::internal, it.error);
-  }
-  void launch(op_index i) {
-    const int d = dev(i);
-    std::vector<const dc::device_tensor*> args;
-    for (op_index q : g_[i].inputs) args.push_back(&on_[q][static_cast<std::size_t>(d)]);
-    on_[i][static_cast<std::size_t>(d)] = devs_[static_cast<std::size_t>(d)]->launch(
-        g_, i, args, seed_, stream_for(d),
-        [this, i](const dc::completion& c) { events_.push({i, -1, c.error}); });
-  }
-  void copy(op_index i, int d) {
-    ++copies_;
-    on_[i][static_cast<std::size_t>(d)] = devs_[static_cast<std::size_t>(d)]->copy_from(
-        output(i), stream_for(d), [this, i, d](const dc::completion& c) { events_.push({i, d, c.error}); }, i);
-  }
-  /// Op i's output is now on device d: consumers there may become ready.
-  void arrived(op_index i, int d) {
-    for (op_index s : g_.succs(i))
-      if (dev(s) == d && --need_[s] == 0) launch(s);
-  }
-
-  const graph& g_;
-  const placement& p_;
-  std::vector<dc::cuda_device*> devs_;
-  std::uint64_t seed_;
-  std::vector<std::vector<dc::device_tensor>> on_;  // on_[op][device]
-  std::vector<int> need_;
-  std::vector<unsigned> next_stream_;
-  event_queue events_;
-  std::size_t copies_ = 0;
-};
 
 double rel_error(const tensor& a, const tensor& ref) {
   if (a.shape() != ref.shape()) return INFINITY;
@@ -273,7 +142,7 @@ int main(int argc, char** argv) try {
       std::size_t copies = 0;
       double err = 0;
       for (int r = 0; r <= repeat; ++r) {  // run 0 warms up
-        resident_run run(g, p, devs, seed);
+        dc::resident_runner<dc::cuda_device> run(g, p, devs, seed);
         const double s = wc ? run.wc() : run.bsp();
         if (r > 0) times.push_back(s);
         copies = run.copies();

@@ -91,6 +91,7 @@ using completion_fn = std::function<void(const completion&)>;
 /// order. All launch methods are thread-safe (one mutex per stream).
 class cuda_device {
  public:
+  using tensor_type = device_tensor;
   /// `id` names this virtual device (its index in the caller's device list).
   cuda_device(int id, const device_options& options);
   ~cuda_device();
