@@ -170,25 +170,31 @@ TEST_CASE("resident_runner: WC and BSP on a fake async device equal the referenc
   }
 }
 
-TEST_CASE("resident_runner: a failing kernel ends the run with an error naming the op") {
+TEST_CASE("resident_runner: a failing kernel ends the run with an error naming the op, after in-flight work") {
   std::atomic<int> violations{0};
   graph_builder b("bad");
   b.input("x", {4, 4});
-  b.unary(op_kind::silu, "y", "x");
+  b.input("w", {64, 64});
+  b.unary(op_kind::silu, "y", "w");
   const graph g = std::move(b).build();
   placement p;
-  p.device = {0, 0};
-  // A device whose every launch reports a failure, as a CUDA error in a completion would.
+  p.device = {0, 0, 0};
+  // Op `x` fails at once (as a CUDA error in a completion would); `w` is still in flight on the
+  // worker when the run throws, so the runner must wait for it before it goes.
   struct failing : fake_device {
     using fake_device::fake_device;
-    tensor_type launch(const graph&, op_index i, std::span<const tensor_type* const>, std::uint64_t, int stream,
-                       dc::completion_fn done) {
+    tensor_type launch(const graph& gr, op_index i, std::span<const tensor_type* const> in, std::uint64_t seed,
+                       int stream, dc::completion_fn done) {
+      if (gr[i].id != "x") return fake_device::launch(gr, i, in, seed, stream, std::move(done));
       done(dc::completion{i, stream, 0.0, "kernel exploded"});
       return std::make_shared<fake_tensor>();
     }
   };
   failing f(0, violations);
   std::vector<failing*> devs{&f};
-  dc::resident_runner<failing> run(g, p, devs, 0);
-  CHECK_THROWS_WITH_AS(run.wc(), doctest::Contains("op `x`: kernel exploded"), error);
+  for (int k = 0; k < 20; ++k) {
+    dc::resident_runner<failing> run(g, p, devs, 0);
+    CHECK_THROWS_WITH_AS(run.wc(), doctest::Contains("op `x`: kernel exploded"), error);
+  }
+  CHECK(violations.load() == 0);
 }

@@ -36,6 +36,17 @@ class resident_runner {
         next_stream_(devs_.size(), 0) {
     for (op_index i = 0; i < g.size(); ++i) need_[i] = static_cast<int>(g.preds(i).size());
   }
+  /// Waits for work still in flight (after a failed run), since its callbacks point here.
+  ~resident_runner() {
+    std::unique_lock lock(mu_);
+    while (outstanding_ > 0) {
+      cv_.wait(lock, [&] { return !events_.empty(); });
+      events_.pop_front();
+      --outstanding_;
+    }
+  }
+  resident_runner(const resident_runner&) = delete;
+  resident_runner& operator=(const resident_runner&) = delete;
 
   /// Work-conserving run; returns wall seconds from the first launch to the last completion.
   double wc() {
@@ -103,10 +114,10 @@ class resident_runner {
     return static_cast<int>(n++ % static_cast<unsigned>(devs_[static_cast<std::size_t>(d)]->streams()));
   }
   void push(event e) {
-    {
-      std::lock_guard lock(mu_);
-      events_.push_back(std::move(e));
-    }
+    // Notify under the lock: once the driver sees the last event it may destroy this runner, so
+    // the notifying thread must be done with cv_ before the driver can take the lock.
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
     cv_.notify_one();
   }
   event pop() {
@@ -114,6 +125,7 @@ class resident_runner {
     cv_.wait(lock, [&] { return !events_.empty(); });
     event e = std::move(events_.front());
     events_.pop_front();
+    --outstanding_;
     if (!e.error.empty())
       throw error(errc::internal, "op `" + g_[e.op].id + "`" + (e.device < 0 ? "" : " (copy)") + ": " + e.error);
     return e;
@@ -124,11 +136,13 @@ class resident_runner {
     for (op_index q : g_[i].inputs) args.push_back(&at(q, d));
     at(i, d) = devs_[static_cast<std::size_t>(d)]->launch(
         g_, i, args, seed_, stream_for(d), [this, i](const completion& c) { push({i, -1, c.error}); });
+    ++outstanding_;  // after the call: a launch that throws never completes (only this thread pops)
   }
   void copy(op_index i, int d) {
     ++copies_;
     at(i, d) = devs_[static_cast<std::size_t>(d)]->copy_from(
         output(i), stream_for(d), [this, i, d](const completion& c) { push({i, d, c.error}); }, i);
+    ++outstanding_;
   }
   /// Op i's output is now on device d: its consumers there may become ready.
   void arrived(op_index i, int d) {
@@ -147,6 +161,7 @@ class resident_runner {
   std::condition_variable cv_;
   std::deque<event> events_;
   std::size_t copies_ = 0;
+  std::size_t outstanding_ = 0;  // launches and copies whose completion was not popped yet
 };
 
 }  // namespace doppler::cuda
