@@ -89,6 +89,12 @@ if grep -q 'actors=ON' "$REPORT_DIR/configure.log"; then
 else
   say "Actor engine runs: skipped (CAF actor layer not built)."
 fi
+if [ -z "${SMALL:-}" ] && [ "$(left)" -gt 120 ]; then
+  say "Smoke run first, default (small) dimensions, GPU-resident only:"
+  say ""
+  timeout 60 "$BUILD/runtime/cuda/cuda_llama_block" --small --devices 4 --streams 4 --repeat 3 --placers cp 2>&1 | tee -a "$REPORT"
+  [ "${PIPESTATUS[0]}" -ne 0 ] && { say "smoke run FAILED or timed out"; status=1; }
+fi
 if [ "$(left)" -gt 60 ]; then
   timeout $(( $(left) - 10 )) "$BUILD/runtime/cuda/cuda_llama_block" "${bench_args[@]}" 2>&1 | tee -a "$REPORT"
   [ "${PIPESTATUS[0]}" -ne 0 ] && { say "benchmark FAILED or timed out"; status=1; }
