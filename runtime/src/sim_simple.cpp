@@ -12,6 +12,8 @@
 #include "sim_detail.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <queue>
 
@@ -19,8 +21,8 @@ namespace doppler::detail {
 
 namespace {
 
-/// (time, op): ordered by time, then op index.
-using timed_op = std::pair<double, op_index>;
+/// (time key, op): ordered by time, then op index.
+using timed_op = std::pair<std::int64_t, op_index>;
 using min_heap = std::priority_queue<timed_op, std::vector<timed_op>, std::greater<>>;
 
 }  // namespace
@@ -44,12 +46,19 @@ sim_result simulate_simple(const graph& g, const cluster& c, const placement& p,
   std::vector<min_heap> queue(devices);   // ready ops per device
   std::vector<bool> busy(devices, false);
   // Events: ready (kind 0) before finish (kind 1) at equal times, as the paper's replica orders them.
+  // Orders compare times snapped to a grid of 1e-12 of the total work: sums taken in different
+  // orders (a + b + c vs a + c + b) must not break the paper's exact ties (its costs are integers).
+  double total = 0;
+  for (double t : in.op_time) total += t;
+  const double quantum = total > 0 ? total * 1e-12 : 1.0;
+  auto key = [quantum](double t) { return static_cast<std::int64_t>(std::llround(t / quantum)); };
   struct event {
     double time;
+    std::int64_t key;
     int kind;
     op_index v;
     bool operator>(const event& o) const {
-      if (time != o.time) return time > o.time;
+      if (key != o.key) return key > o.key;
       if (kind != o.kind) return kind > o.kind;
       return v > o.v;
     }
@@ -74,7 +83,7 @@ sim_result simulate_simple(const graph& g, const cluster& c, const placement& p,
       return;
     }
     if (bsp && lv[v] > 0) ready_at[v] = std::max(ready_at[v], level_done[lv[v] - 1]);
-    events.push({ready_at[v], 0, v});
+    events.push({ready_at[v], key(ready_at[v]), 0, v});
   };
 
   for (op_index v = 0; v < n; ++v) {
@@ -88,7 +97,7 @@ sim_result simulate_simple(const graph& g, const cluster& c, const placement& p,
     queue[d].pop();
     busy[d] = true;
     start[v] = t;
-    events.push({t + in.op_time[v], 1, v});
+    events.push({t + in.op_time[v], key(t + in.op_time[v]), 1, v});
   };
 
   while (!events.empty()) {
@@ -98,7 +107,7 @@ sim_result simulate_simple(const graph& g, const cluster& c, const placement& p,
     const device_index d = dev[v];
     ++r.event_count;
     if (e.kind == 0) {
-      queue[d].push({e.time, v});
+      queue[d].push({e.key, v});
     } else {
       busy[d] = false;
       r.busy[d] += in.op_time[v];
