@@ -1,5 +1,6 @@
 // `doppler run`: execute a placed graph on the actor runtime (CPU backend) and print the measured
-// makespan next to the simulator's prediction for the same placement.
+// makespan next to the simulator's prediction for the same placement. `doppler worker` serves device
+// actors to a `doppler run --remote` in another process.
 
 #include "commands.hpp"
 
@@ -22,6 +23,8 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <thread>
+#include <vector>
 
 namespace doppler::cli {
 
@@ -32,11 +35,24 @@ namespace {
 struct run_flags {
   std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
       costs_file, backend = "cpu";
+  std::vector<std::string> remote;  // DEVICE=HOST:PORT
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
   double timeout = 600;
   bool json = false;
 };
+
+/// A device by id or index.
+device_index device_arg(const cluster& c, const std::string& s, const std::string& flag) {
+  if (auto d = c.find_device(s)) return *d;
+  try {
+    std::size_t used = 0;
+    unsigned long i = std::stoul(s, &used);
+    if (used == s.size() && i < c.device_count()) return static_cast<device_index>(i);
+  } catch (const std::exception&) {
+  }
+  throw error(errc::bad_argument, "", flag, "no device '" + s + "' in cluster '" + c.name() + "'");
+}
 
 double mean(const std::vector<double>& xs) {
   return std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(xs.size());
@@ -73,10 +89,24 @@ void run_command(const run_flags& f) {
   }
 
   engine e(c, engine_options{}
+                  .with_network(!f.remote.empty())
                   .with_streams(f.streams)
                   .with_backend(f.backend)
                   .with_costs(cm)
                   .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000))));
+  for (const auto& r : f.remote) {  // DEVICE=HOST:PORT
+    auto eq = r.find('='), colon = r.rfind(':');
+    if (eq == std::string::npos || colon == std::string::npos || colon < eq)
+      throw error(errc::bad_argument, "", "--remote", "'" + r + "': expected DEVICE=HOST:PORT");
+    int port = 0;
+    try {
+      port = std::stoi(r.substr(colon + 1));
+    } catch (const std::exception&) {
+    }
+    if (port <= 0 || port > 65535) throw error(errc::bad_argument, "", "--remote", "'" + r + "': bad port");
+    e.attach(device_arg(c, r.substr(0, eq), "--remote"), r.substr(eq + 1, colon - eq - 1),
+             static_cast<std::uint16_t>(port));
+  }
   if (!f.json)
     std::cout << fmt::format("run: graph {} ({} ops), cluster {} ({} devices), placement {}, mode {}, "
                              "streams {}, backend {}, {} warm-up + {} measured runs\n",
@@ -142,9 +172,37 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
   cmd->add_option("--timeout", f->timeout, "Seconds before a run fails")->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
+  cmd->add_option("--remote", f->remote, "DEVICE=HOST:PORT: use the device a `doppler worker` serves there "
+                                         "(repeatable)");
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_command(*f); });
   add_calibrate_command(app);
+
+  auto* wk = app.add_subcommand("worker", "Serve device actors of a cluster to `doppler run --remote` over TCP "
+                                          "(until killed)");
+  struct worker_flags {
+    std::string cluster_spec = "cpu:4", host = "127.0.0.1", backend = "cpu";
+    std::vector<std::string> devices;
+    int streams = 1;
+  };
+  auto w = std::make_shared<worker_flags>();
+  wk->add_option("--cluster", w->cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")->capture_default_str();
+  wk->add_option("--devices", w->devices, "Devices to serve (ids or indexes)")->required()->delimiter(',');
+  wk->add_option("--host", w->host, "Address to listen on")->capture_default_str();
+  wk->add_option("--streams", w->streams, "Concurrent ops per device")->capture_default_str();
+  wk->add_option("--backend", w->backend, "Kernel backend: cpu, emulate, null")->capture_default_str();
+  wk->callback([w] {
+    if (w->streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
+    cluster c = load_cluster_or_preset(w->cluster_spec);
+    std::vector<device_index> ds;
+    for (const auto& d : w->devices) ds.push_back(device_arg(c, d, "--devices"));
+    doppler::worker served(c, ds, engine_options{}.with_streams(w->streams).with_backend(w->backend), w->host);
+    for (device_index d : ds)
+      std::cout << fmt::format("serving {} at {}:{}  (doppler run ... --remote {}={}:{})\n", c[d].id, w->host,
+                               served.port(d), c[d].id, w->host, served.port(d));
+    std::cout << std::flush;
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  });
 }
 
 }  // namespace doppler::cli

@@ -12,7 +12,7 @@ void add_graph_commands(CLI::App& app);
 void add_cluster_commands(CLI::App& app);
 /// place, simulate, compare
 void add_sim_commands(CLI::App& app);
-/// run, calibrate (only with the CAF actor layer: DOPPLER_HAVE_ACTORS)
+/// run, calibrate, worker (only with the CAF actor layer: DOPPLER_HAVE_ACTORS)
 void add_run_commands(CLI::App& app);
 /// train, place-learned (cmd_learn.cpp in doppler-learn; `doppler` forwards them to it)
 void add_learn_commands(CLI::App& app);

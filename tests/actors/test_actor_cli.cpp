@@ -82,6 +82,17 @@ TEST_CASE("doppler run: a placement file is used as given; bad input fails namin
   CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 0").code == 2);
 }
 
+TEST_CASE("doppler run --remote and doppler worker reject bad arguments") {
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 32 -o " + (t / "g.json")).code == 0);
+  CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --remote cpu1").code == 2);
+  CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --remote cpu9=127.0.0.1:5000").code == 2);
+  auto unreachable = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --remote cpu1=127.0.0.1:1");
+  CHECK(unreachable.code == 1);
+  CHECK(unreachable.out.find("cpu1") != std::string::npos);
+  CHECK(sh(cli + " worker --cluster cpu:2 --devices cpu7").code == 2);
+}
+
 TEST_CASE("doppler calibrate writes a cost table the simulator loads") {
   temp_dir t;
   auto r = sh(cli + " calibrate --cluster cpu:2 --rounds 1 -o " + (t / "cost.json") + " --cluster-out " + (t / "c.json"));
