@@ -301,9 +301,12 @@ TEST_CASE("NCCL send/recv between two GPUs") {
   std::thread tb([&] { cb = std::make_unique<dc::nccl_comm>(id, 2, 1, b); });
   ta.join();
   tb.join();
+  // One thread per rank, as one device actor per GPU would call it (no NCCL group calls).
   latch done(2);
-  ca->send(src, 1, 0, [&](const dc::completion&) { done.count_down(); });
-  cb->recv(dst, 0, 0, [&](const dc::completion&) { done.count_down(); });
+  std::thread s([&] { ca->send(src, 1, 0, [&](const dc::completion&) { done.count_down(); }); });
+  std::thread r([&] { cb->recv(dst, 0, 0, [&](const dc::completion&) { done.count_down(); }); });
+  s.join();
+  r.join();
   done.wait();
   CHECK(bitwise_equal(b.download(dst), h));
 }

@@ -142,7 +142,8 @@ class cuda_device {
 /// One NCCL communicator for a set of ranks (one rank = one GPU in this or another process). The
 /// unique id comes from `nccl_unique_id()` on one rank and is passed to the others by the caller
 /// (the actors send it in a message). NCCL needs distinct GPUs per communicator, so virtual devices
-/// sharing a GPU use `copy_from` instead.
+/// sharing a GPU use `copy_from` instead. Call each rank's send/recv from that rank's own thread
+/// (one device actor per GPU); no group calls are made, so completions time the transfer itself.
 class nccl_comm {
  public:
   using unique_id = std::array<char, 128>;
