@@ -157,10 +157,10 @@ void add_train(CLI::App& app) {
     int eps = o->t.il_episodes + o->t.rl_episodes;  // simulated episodes (phase III reported apart)
     std::cout << fmt::format(
         "cp {:.6g} s, lower bound {:.6g} s\n"
-        "initial greedy {:.6g} s; after training: greedy {:.6g} s ({:.3f}x cp), best {:.6g} s ({:.3f}x cp)\n"
+        "initial greedy {:.6g} s; after training: greedy {:.6g} s ({:.3f}x cp; last parameters {:.6g} s), best {:.6g} s ({:.3f}x cp)\n"
         "teacher agreement after phase I {:.1f}% (SEL {:.1f}%, PLC {:.1f}%)\n"
         "phase I {:.1f} s, phase II {:.1f} s ({:.1f} ms per episode); wrote {}\n",
-        r.cp_makespan, r.lower_bound, r.initial_greedy_makespan, r.greedy_makespan, r.greedy_makespan / r.cp_makespan,
+        r.cp_makespan, r.lower_bound, r.initial_greedy_makespan, r.greedy_makespan, r.greedy_makespan / r.cp_makespan, r.last_greedy_makespan,
         r.best_makespan, r.best_makespan / r.cp_makespan, 100 * r.final_agreement, 100 * r.final_sel_agreement, 100 * r.final_plc_agreement, r.il_seconds, r.rl_seconds,
         eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0, o->out);
     if (o->t.real_episodes > 0)

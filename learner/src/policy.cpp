@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <unordered_map>
 
 namespace doppler::learner {
@@ -281,6 +282,22 @@ double policy::recompute_log_prob(const problem& pb, const episode& ep) {
   auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
   auto st = impl_->model->terms(e, et, ep.temperature);
   return (st.sel_taken.to(torch::kDouble).sum() + st.plc_taken.to(torch::kDouble).sum()).item<double>();
+}
+
+std::string policy::snapshot() const {
+  torch::serialize::OutputArchive ar;
+  impl_->model->save(ar);
+  std::ostringstream out;
+  ar.save_to(out);
+  return out.str();
+}
+
+void policy::restore(const std::string& blob) {
+  torch::serialize::InputArchive ar;
+  std::istringstream in(blob);
+  ar.load_from(in);
+  impl_->model->load(ar);
+  ++impl_->version;
 }
 
 void policy::save(const std::string& path) const {

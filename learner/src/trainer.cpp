@@ -97,11 +97,13 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
   // Phases II and III: REINFORCE with the running mean of all costs so far as the baseline; the
   // advantage is relative, (baseline − cost) / baseline, so the step size does not depend on the
   // time unit. Phase II's costs come from the simulator, phase III's from opt.measure.
+  std::function<void(int)> on_update;
   auto reinforce = [&](const char* phase, int episodes, const std::function<double(const placement&)>& cost,
                        std::uint64_t stream) {
     double cost_sum = 0, ema = 0, phase_best = std::numeric_limits<double>::infinity();
     std::size_t cost_n = 0;
     std::vector<double> costs, adv;
+    int updates = 0;
     for (int done = 0; done < episodes;) {
       const double x = episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
       pol.set_learning_rate(opt.rl_lr * lerp(1.0, opt.lr_final, x));
@@ -145,10 +147,30 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
         }
       }
       done += b;
+      if (on_update) on_update(++updates);
     }
   };
   t0 = std::chrono::steady_clock::now();
+  // Model selection: the greedy placement of the parameters so far, every eval_every updates.
+  std::string best_params;
+  double best_greedy = std::numeric_limits<double>::infinity();
+  auto evaluate = [&] {
+    double g = score(pb, pol.place(pb), opt.sim);
+    if (g < best_greedy) {
+      best_greedy = g;
+      best_params = pol.snapshot();
+    }
+  };
+  if (opt.eval_every > 0 && opt.rl_episodes > 0) evaluate();
+  on_update = [&](int updates) {
+    if (opt.eval_every > 0 && updates % opt.eval_every == 0) evaluate();
+  };
   reinforce("rl", opt.rl_episodes, [&](const placement& p) { return score(pb, p, opt.sim); }, 0);
+  on_update = nullptr;
+  if (!best_params.empty()) {
+    res.last_greedy_makespan = score(pb, pol.place(pb), opt.sim);
+    if (res.last_greedy_makespan > best_greedy) pol.restore(best_params);
+  }
   res.rl_seconds = seconds_since(t0);
   if (opt.real_episodes > 0) {
     if (!opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");
@@ -160,6 +182,7 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
   }
   auto greedy = pol.place(pb);
   res.greedy_makespan = score(pb, greedy, opt.sim);
+  if (res.last_greedy_makespan == 0) res.last_greedy_makespan = res.greedy_makespan;
   if (res.greedy_makespan < res.best_makespan) {
     res.best_makespan = res.greedy_makespan;
     res.best = greedy;

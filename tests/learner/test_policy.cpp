@@ -124,6 +124,12 @@ TEST_CASE("checkpoint round trip gives identical greedy placements; the doppler 
   auto p3 = placer->place(g, c, cm, placer_options{});
   CHECK(p3.device == p1.device);
   CHECK(p3.method == "doppler");
+  // In-memory snapshots (model selection) restore the same parameters after further updates.
+  auto blob = pol.snapshot();
+  for (int i = 0; i < 3; ++i) pol.imitation_update(pb, eps);
+  CHECK(pol.place(pb).device != p1.device);
+  pol.restore(blob);
+  CHECK(pol.place(pb).device == p1.device);
   // A different policy places differently (the round trip is not vacuous).
   policy other(small().with_seed(10));
   CHECK(other.place(pb).device != p1.device);

@@ -126,6 +126,11 @@ class policy {
   /// Reads a checkpoint written by save. Errors name the file.
   static policy load(const std::string& path);
 
+  /// The parameters as an in-memory blob (model selection during training) ...
+  std::string snapshot() const;
+  /// ... and back (same network sizes; the optimizer state is kept).
+  void restore(const std::string& blob);
+
  private:
   struct impl;
   std::unique_ptr<impl> impl_;

@@ -41,6 +41,9 @@ struct train_options {
   bool normalize_advantages = true;   ///< divide advantages by the batch's relative cost σ
   double baseline_decay = 0;    ///< 0: running mean of all costs (the paper); else EMA decay per update
   sim_options sim;              ///< the simulator that scores placements (model simple|wc, streams)
+  /// Phase II model selection: every this many updates the greedy placement is simulated, and the
+  /// parameters of the best greedy one are the policy train() leaves (0 = keep the last ones).
+  int eval_every = 5;
   std::uint64_t seed = 0;       ///< rollout sampling seeds derive from it
   /// Phase III: the measured makespan of a placement on the real runtime (the actor engine; the
   /// learner stays free of it). Required when real_episodes > 0.
@@ -59,7 +62,8 @@ struct train_result {
   std::vector<train_row> curve;
   placement best;                 ///< the best placement any episode found
   double best_makespan = 0;
-  double greedy_makespan = 0;     ///< the trained policy's greedy placement
+  double greedy_makespan = 0;     ///< the trained policy's greedy placement (after model selection)
+  double last_greedy_makespan = 0;  ///< the last parameters' greedy placement
   double initial_greedy_makespan = 0;  ///< the policy's greedy placement before training
   double cp_makespan = 0;         ///< the cp teacher (seed 0) under the same simulator
   double lower_bound = 0;         ///< makespan_lower_bound for the simulator options
