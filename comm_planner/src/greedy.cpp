@@ -187,15 +187,24 @@ class greedy_planner {
         m &= m - 1;
         if (!accept(c)) continue;
         ++seen;
-        if (expect_count_[c] < best_count) {
+        std::size_t score = expect_count_[c];
+        if (local_v_ < D_) score += (D_ + 1) * local_count(local_v_, c);  // rarest near the receiver first
+        if (score < best_count) {
           best = c;
-          best_count = expect_count_[c];
+          best_count = score;
         }
       }
     }
     return best;
   }
+  /// How many of v's neighbours hold or expect chunk c.
+  std::size_t local_count(device_index v, std::size_t c) const {
+    std::size_t n = 0;
+    for (device_index u : mates_[v]) n += expect_.test(u, c);
+    return n;
+  }
   void fill_link(std::uint32_t l, device_index v, std::int32_t e, bool relay_pass) {
+    local_v_ = D_ <= 256 ? v : D_;  // small clusters: rarity among v's neighbours, then global
     const te_link& t = net_.links()[l];
     const std::size_t start = (v * 13 + static_cast<std::size_t>(e)) % have_.words;
     while (slots_.fits(l, e)) {
@@ -368,6 +377,7 @@ class greedy_planner {
   std::size_t remaining_ = 0;
   std::int32_t last_fixed_ = -1;  // links may be full until the last fixed send
   bool relays_ = false, has_big_switch_ = false;
+  device_index local_v_ = std::numeric_limits<device_index>::max();
   method_result result_;
 };
 
