@@ -128,7 +128,10 @@ plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
     r = detail::plan_greedy(net, d, opt);
     method = "greedy";
     auto greedy_epochs = detail::make_schedule(net, d, "greedy", r.sends).epochs;
-    if (have_solvers() && greedy_epochs > out.bound.epochs) {
+    // Solvers only where they can help in reasonable time: the MILP (or its rounds) up to 20× the
+    // binary budget; beyond that (thousands of GPUs) the greedy plan stands.
+    const bool tractable = milp_size(net, d, greedy_epochs) <= 20.0 * static_cast<double>(opt.milp_binary_limit);
+    if (have_solvers() && tractable && greedy_epochs > out.bound.epochs) {
       bool unicast = true;
       for (const chunk& ch : d.chunks) unicast = unicast && ch.destinations.size() == 1;
       std::string solver = milp_size(net, d, greedy_epochs) <= static_cast<double>(opt.milp_binary_limit)

@@ -144,6 +144,9 @@ TEST_CASE("infeasible demands get a clear error, not a hang") {
   plan_options h;
   h.with_method("milp").with_max_epochs(1);
   expect_error([&] { plan(c, d, h); }, errc::infeasible, "lower bound is 2 epochs");
+  if (!have_solvers())
+    for (std::string m : {"milp", "lp", "astar"})
+      expect_error([&] { plan(c, d, plan_options{}.with_method(m)); }, errc::bad_argument, "is not built");
   expect_error([&] { plan(c, d, plan_options{}.with_method("bogus")); }, errc::bad_argument, "unknown comm-planning method");
   expect_error([&] { plan(c, make_collective(c, collective::broadcast, mb, 1), plan_options{}.with_method("ring")); },
                errc::bad_argument, "allgather demands only");
