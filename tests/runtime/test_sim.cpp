@@ -175,6 +175,18 @@ TEST_CASE("the order priority decides which ready op runs first") {
   CHECK(simple.makespan == doctest::Approx(3.0));
 }
 
+TEST_CASE("simple model: ties in exact arithmetic stay ties in floating point") {
+  // y is ready at 0.1 + 0.2 (a on gpu1, then a 0.2 s transfer), z at 0.3 (b on gpu0): equal in exact
+  // arithmetic, 0.30000000000000004 vs 0.3 in doubles. The paper breaks the tie by op index: y first.
+  auto g = make_graph({syn("a", {}, 1e11, 2e9), syn("b", {}, 3e11, 8), syn("y", {"a"}, 1e11, 8),
+                       syn("z", {"b"}, 1e11, 8)});
+  auto c = mesh(2, 1e12, 1e10, 0);
+  auto r = simulate(g, c, place(g, {{"a", 1}, {"b", 0}, {"y", 0}, {"z", 0}}), cm,
+                    sim_options{}.with_model(sim_model::simple).with_trace());
+  CHECK(op_event(r, g, "y").start < op_event(r, g, "z").start);
+  CHECK(r.makespan == doctest::Approx(0.5));
+}
+
 TEST_CASE("jitter: off is exact, on is different but deterministic for a seed") {
   auto g = make_graph({syn("a", {}, 1e12, 1e9), syn("b", {"a"}, 1e12, 1e9), syn("c", {"a"}, 1e12, 1e9),
                        syn("d", {"b", "c"}, 1e12, 8)});
