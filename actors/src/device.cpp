@@ -255,6 +255,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& st = self->state;
         std::vector<op_output> outs;
         if (!st.active || run != st.run) return outs;
+        flush_done(self);
         for (op_index i = 0; i < st.buf.size(); ++i)
           if (st.buf[i] && st.keeps(i)) outs.push_back(op_output{i, tensor_ref{st.buf[i]}});
         return outs;
@@ -262,7 +263,10 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       [=](end_atom, std::uint64_t run) {
         if (run == self->state.run) self->state.clear();
       },
-      [=](bytes_atom) { return self->state.bytes; },
+      [=](bytes_atom) {
+        if (self->state.active) flush_done(self);  // a query must not hold back completions
+        return self->state.bytes;
+      },
   };
 }
 
