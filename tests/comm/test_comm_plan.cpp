@@ -151,3 +151,23 @@ TEST_CASE("infeasible demands get a clear error, not a hang") {
   expect_error([&] { plan(c, make_collective(c, collective::broadcast, mb, 1), plan_options{}.with_method("ring")); },
                errc::bad_argument, "allgather demands only");
 }
+
+TEST_CASE("milp honours its time limit and still returns a valid schedule") {
+  if (!have_solvers()) return;
+  cluster c = make_preset("dgx1-v100");
+  demand d = make_collective(c, collective::allgather, 1 << 20, 8);  // 19 epochs is not settled quickly
+  plan_options o;
+  o.with_method("milp").with_time_limit(2);
+  plan_result r = plan(c, d, o);
+  CHECK(r.sched.solve_seconds < 2 + 6);  // model building and the final replay come on top
+  CHECK(r.sched.epochs >= r.bound.epochs);
+  CHECK(r.sched.epochs <= 20);  // never worse than the greedy plan it starts from
+  o.with_first_feasible().with_max_epochs(19);
+  try {
+    plan_result f = plan(c, d, o);
+    CHECK(f.sched.epochs <= 19);
+  } catch (const error& e) {
+    CHECK_MESSAGE(e.code() == errc::infeasible, std::string(e.what()));
+    CHECK(std::string(e.what()).find("not proved; time limit") != std::string::npos);
+  }
+}

@@ -1,6 +1,7 @@
 // Larger topologies: the dgx2-2 preset and its TE-CCL bounds, greedy at scale, MSCCL export, the CLI.
 #include "comm_fixtures.hpp"
 
+#include <doppler/comm/comm.hpp>  // the umbrella header compiles on its own
 #include <doppler/comm/msccl.hpp>
 #include <doppler/comm/planner.hpp>
 #include <doppler/comm/topologies.hpp>
