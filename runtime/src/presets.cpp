@@ -132,7 +132,6 @@ std::vector<std::pair<std::string, std::string>> preset_catalog() {
       {"dgx1-v100", "8x V100 SXM2, DGX-1V hybrid cube-mesh, pairs of 1 or 2 NVLinks (25/50 GB/s)"},
       {"ndv2-2", "2 Azure NDv2 chassis (8x V100 each, DGX-1V mesh), 12.5 GB/s InfiniBand between"},
       {"dgx-h100", "8x H100 SXM, each at 450 GB/s per direction into one NVSwitch"},
-      {"dgx2-2", "2 DGX-2 chassis (16x V100 on one NVSwitch each, 125 GB/s), 8 one-way 12.5 GB/s NIC links each way"},
       {"h100-2x8", "2 DGX-H100 nodes, each GPU also on a 50 GB/s NIC into one network switch"},
       {"cpu:N", "N virtual CPU devices on this host (options :flops=F:mem=B:bw=B:lat=S)"},
       {"doppler-paper:N", "N devices of 1e10 FLOP/s, full mesh of 1e10 B/s links, zero latency"},
@@ -159,20 +158,6 @@ cluster make_preset(std::string_view name) {
     // TE-CCL's 2-chassis NDv2: GPU 0 of each chassis sends to GPU 1 of the other, one way each.
     b.link("gpu0", "gpu9", 12.5e9, ib_latency, false);
     b.link("gpu8", "gpu1", 12.5e9, ib_latency, false);
-    return b.build(name);
-  }
-  if (name == "dgx2-2") {
-    // TE-CCL's DGX-2 model (`teccl/topologies/dgx2.py`): per chassis 16 GPUs on one NVSwitch at 125
-    // GB/s, 0.35 us; odd GPU k of a chassis sends to GPU k-1 of the other one at 12.5 GB/s, 2.6 us.
-    for (int h = 0; h < 2; ++h) {
-      std::string sw = "nvswitch" + std::to_string(h);
-      b.switches.push_back(sw);
-      b.add_devices(16, "gpu", device_kind::gpu, 15.7e12, 32 * gib, "node" + std::to_string(h));
-      for (int i = 16 * h; i < 16 * h + 16; ++i) b.link(b.devices[i].id, sw, 125e9, 0.35e-6);
-    }
-    for (int h = 0; h < 2; ++h)
-      for (int k = 1; k < 16; k += 2)
-        b.link(b.devices[16 * h + k].id, b.devices[16 * (1 - h) + k - 1].id, 12.5e9, 2.6e-6, false);
     return b.build(name);
   }
   if (name == "dgx-h100" || name == "h100-2x8") {

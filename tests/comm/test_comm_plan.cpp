@@ -4,6 +4,7 @@
 
 #include <doppler/comm/bounds.hpp>
 #include <doppler/comm/planner.hpp>
+#include <doppler/comm/topologies.hpp>
 
 #include <algorithm>
 
@@ -105,8 +106,9 @@ TEST_CASE("cut bound: exact on a small cluster") {
 }
 
 TEST_CASE("every method gives a valid schedule on every preset") {
-  for (std::string p : {"p100x4", "dgx1-v100", "ndv2-2", "dgx-h100", "h100-2x8", "cpu:4", "doppler-paper:5"}) {
-    cluster c = make_preset(p);
+  for (std::string p : {"p100x4", "dgx1-v100", "ndv2-2", "dgx-h100", "h100-2x8", "cpu:4", "doppler-paper:5", "dgx2-2",
+                        "h100-pod:3"}) {
+    cluster c = load_comm_cluster(p);
     for (auto kind : {collective::allgather, collective::alltoall, collective::broadcast}) {
       demand d = make_collective(c, kind, 1 << 20, 1);
       for (const std::string& m : method_names()) {

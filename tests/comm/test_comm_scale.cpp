@@ -13,8 +13,8 @@ using namespace doppler;
 using namespace doppler::comm;
 using namespace comm_fixtures;
 
-TEST_CASE("dgx2-2 preset follows TE-CCL's DGX-2 model and its cut bounds") {
-  cluster c = make_preset("dgx2-2");
+TEST_CASE("dgx2-2 follows TE-CCL's DGX-2 model and its cut bounds") {
+  cluster c = make_dgx2_2();
   CHECK(c.device_count() == 32);
   CHECK(c.switches().size() == 2);
   CHECK(c.links().size() == 2 * 32 + 16);  // 32 duplex GPU-switch links, 16 one-way NIC links

@@ -12,7 +12,12 @@ namespace doppler::comm {
 /// switch — `h100-2x8` generalized; N in 1..256 (up to 2,048 GPUs).
 cluster make_h100_pod(int nodes);
 
-/// A comm-planner cluster spec: `h100-pod:N`, else a cluster file or runtime preset.
+/// `dgx2-2`: TE-CCL's 2-chassis DGX-2 model (`teccl/topologies/dgx2.py`): per chassis 16 V100 on one
+/// NVSwitch (`nvswitch0`, `nvswitch1`) at 125 GB/s, 0.35 µs per hop; odd GPU k of a chassis sends to
+/// GPU k−1 of the other one over a one-way 12.5 GB/s NIC link, 2.6 µs.
+cluster make_dgx2_2();
+
+/// A comm-planner cluster spec: `dgx2-2`, `h100-pod:N`, else a cluster file or runtime preset.
 cluster load_comm_cluster(const std::string& spec);
 
 }  // namespace doppler::comm
