@@ -32,6 +32,7 @@ method_result plan_milp(const network& net, const demand& d, const plan_options&
   for (; K <= last; ++K) {
     window_spec w = initial_window(net, d, K);
     if (opt.fixed_sends) w.prior = &fixed;
+    if (opt.hint_sends) w.hint = opt.hint_sends;
     double budget = left();
     if (budget <= 0.05) break;
     // Give each horizon up to the rest of the time, but leave some for the next ones.

@@ -82,6 +82,28 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
   out.bound = compute_lower_bound(net, d);
   std::vector<send> sends = kept;
   std::string note;
+  if (opt.method == "milp") {
+    // Warm start: the kept sends plus a greedy plan of the new chunks around them are a feasible
+    // schedule of the whole demand; it seeds the joint MILP as a MIP start (old sends may move).
+    if (!rest.chunks.empty()) {
+      plan_options g = opt;
+      g.warm_start = nullptr;
+      g.method = "greedy";
+      g.fixed_sends = &kept;
+      plan_result part = plan(c, rest, g);
+      sends.insert(sends.end(), part.sched.sends.begin(), part.sched.sends.end());
+    }
+    plan_options m = opt;
+    m.warm_start = nullptr;
+    m.hint_sends = &sends;
+    plan_result joint = plan(c, d, m);
+    joint.sched.method = "milp+warm";
+    joint.sched.note = "re-planned: MIP start from " + std::to_string(kept.size()) + " kept sends of " +
+                       std::to_string(carried.size()) + " chunks + greedy for " + std::to_string(rest.chunks.size()) +
+                       " new chunks; " + joint.sched.note;
+    joint.sched.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return joint;
+  }
   if (!rest.chunks.empty()) {
     plan_options o = opt;
     o.warm_start = nullptr;

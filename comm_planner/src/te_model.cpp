@@ -263,7 +263,41 @@ window_result solve_window(const network& net, const demand& d, const plan_optio
     solver.messageHandler()->setLogLevel(0);
     solver.loadProblem(m, collb.data(), colub.data(), obj.data(), rowlb.data(), rowub.data());
     solver.setInteger(integer_cols.data(), static_cast<int>(integer_cols.size()));
+    std::vector<std::string> names;
+    std::vector<double> start;
+    if (w.hint) {
+      // MIP start: the hinted sends as F = 1 and the holdings they imply.
+      std::unordered_map<std::uint32_t, std::size_t> index;
+      for (std::size_t c = 0; c < C; ++c) index.emplace(d.chunks[c].id, c);
+      start.assign(collb.size(), 0.0);
+      std::vector<std::int32_t> hold(w.held_from);
+      for (const send& x : *w.hint) {
+        auto l = net.find_link(x.src, x.dst);
+        auto ci = index.find(x.chunk);
+        if (!l || ci == index.end()) continue;
+        int f = F(ci->second, *l, x.epoch - w.first_epoch);
+        if (f >= 0) start[static_cast<std::size_t>(f)] = 1.0;
+        if (!net.is_switch(x.dst)) {
+          auto& h = hold[ci->second * D + x.dst];
+          h = std::min(h, x.epoch - w.first_epoch + net.links()[*l].offset);
+        }
+      }
+      for (std::size_t c = 0; c < C; ++c)
+        for (device_index v = 0; v < D; ++v)
+          if (int b = b_first[c * D + v]; b >= 0)
+            for (std::int32_t k = 0; k <= K; ++k) start[static_cast<std::size_t>(b + k)] = hold[c * D + v] <= k ? 1.0 : 0.0;
+      names.reserve(collb.size());
+      for (std::size_t i = 0; i < collb.size(); ++i) {
+        names.push_back("x" + std::to_string(i));
+        solver.setColName(static_cast<int>(i), names.back());
+      }
+    }
     CbcModel model(solver);
+    if (w.hint) {
+      std::vector<const char*> cn;
+      for (const auto& n : names) cn.push_back(n.c_str());
+      model.setMIPStart(static_cast<int>(cn.size()), cn.data(), start.data());
+    }
     model.setLogLevel(0);
     model.messageHandler()->setLogLevel(0);
     CbcMain0(model);

@@ -23,6 +23,8 @@ struct window_spec {
   bool require_all = true;  ///< every pending demand met at K (else rewarded for progress)
   /// Sends already on the links (global epochs): earlier rounds, fixed sends of other jobs.
   const slot_table* prior = nullptr;
+  /// A known schedule of this window (global epochs) handed to CBC as a MIP start; may be null.
+  const std::vector<send>* hint = nullptr;
 };
 
 struct window_result {

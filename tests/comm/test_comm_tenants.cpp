@@ -49,6 +49,16 @@ TEST_CASE("re-planning keeps the old sends and plans only the new job") {
   back.warm_start = &again.sched;
   plan_result fewer = plan(c, merge_jobs({a}, {1.0}), back);
   CHECK(fewer.sched.sends.size() == first.sched.sends.size());
+  // With the MILP the kept sends plus a greedy plan of the new chunks seed the joint MILP.
+  if (have_solvers()) {
+    plan_options m;
+    m.with_method("milp").with_time_limit(10);
+    m.warm_start = &first.sched;
+    plan_result warm = plan(c, both, m);
+    CHECK(warm.sched.method == "milp+warm");
+    CHECK(warm.sched.note.find("MIP start from") != std::string::npos);
+    CHECK(warm.sched.epochs <= again.sched.epochs);
+  }
   // Methods that cannot plan around fixed sends say so.
   std::vector<send> fixed = first.sched.sends;
   plan_options ring;

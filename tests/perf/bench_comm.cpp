@@ -84,6 +84,20 @@ void replan(benchmark::State& st, bool warm) {
   report(st, r);
 }
 
+/// The MILP on a DGX-1 allgather (2 chunks per GPU) from scratch vs with a MIP start (its own
+/// previous schedule, as when re-planning after a change that left the plan feasible).
+void milp_start(benchmark::State& st, bool hinted) {
+  static const cluster c = make_preset("dgx1-v100");
+  static const demand d = make_collective(c, collective::allgather, 1 << 20, 2);
+  plan_options o;
+  o.with_method("milp").with_time_limit(30);
+  static const plan_result first = plan(c, d, o);
+  if (hinted) o.hint_sends = &first.sched.sends;
+  plan_result r;
+  for (auto _ : st) r = plan(c, d, o);
+  report(st, r);
+}
+
 /// Two tenants on a DGX-1 (allgather + broadcast): joint vs alone vs first-come-first-served.
 void tenants(benchmark::State& st) {
   static const cluster c = make_preset("dgx1-v100");
@@ -105,6 +119,8 @@ void tenants(benchmark::State& st) {
 
 BENCHMARK_CAPTURE(replan, scratch, false)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(replan, warm, true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(milp_start, scratch, false)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(milp_start, hinted, true)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(tenants)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(dgx1_allgather, greedy, std::string("greedy"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(dgx1_allgather, ring, std::string("ring"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);

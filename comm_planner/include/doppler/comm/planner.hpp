@@ -25,12 +25,15 @@ struct plan_options {
   std::int32_t max_epochs = 0;   ///< horizon cap (0: searched from the lower bound)
   std::int32_t round_epochs = 15;///< astar: epochs per round
   std::vector<link_index> removed_links;  ///< cluster links left out (failures)
-  /// Re-planning: a previous schedule; its sends of chunks still in the demand are kept (fixed
-  /// prefix) and only chunks it does not carry are planned, around them (greedy, milp, auto).
+  /// Re-planning: a previous schedule. Its sends of chunks still in the demand are kept (fixed
+  /// prefix) and only chunks it does not carry are planned around them (greedy, auto); with milp
+  /// those kept sends plus a greedy plan of the new chunks seed the joint MILP as a MIP start.
   const schedule* warm_start = nullptr;
   /// Sends that already occupy links (other tenants planned first-come-first-served); the plan
   /// uses only the capacity they leave (greedy, milp).
   const std::vector<send>* fixed_sends = nullptr;
+  /// milp: a known schedule of this demand handed to CBC as a MIP start (re-planning's warm start).
+  const std::vector<send>* hint_sends = nullptr;
   std::size_t milp_binary_limit = 15000;  ///< auto: above this many binaries use astar/lp/greedy
 
   plan_options& with_method(std::string m) { method = std::move(m); return *this; }
