@@ -32,6 +32,17 @@ TEST_CASE("dgx2-2 follows TE-CCL's DGX-2 model and its cut bounds") {
   CHECK(a2a.output_size(32) / b2.cut_seconds / 1e9 == doctest::Approx(12.5).epsilon(1e-3));
 }
 
+TEST_CASE("ndv2-4 follows TE-CCL's 4-chassis NDv2 model: bound 16.67 GB/s, greedy above 90% of it") {
+  cluster c = load_comm_cluster("ndv2-4");
+  CHECK(c.device_count() == 32);
+  CHECK(c.switches().size() == 1);
+  demand d = make_collective(c, collective::allgather, 1e9 / 32, 1);
+  plan_result r = plan(c, d, plan_options{}.with_method("greedy"));
+  CHECK(d.output_size(32) / r.bound.cut_seconds / 1e9 == doctest::Approx(50.0 / 3).epsilon(1e-3));
+  CHECK(r.fraction_of_bound() > 0.9);
+  expect_error([] { load_comm_cluster("ndv2-x"); }, errc::bad_argument, "chassis count");
+}
+
 TEST_CASE("greedy plans a 256-GPU allgather near its bound") {
   cluster c = make_h100_pod(32);
   CHECK(c.device_count() == 256);

@@ -17,7 +17,14 @@ cluster make_h100_pod(int nodes);
 /// GPU k−1 of the other one over a one-way 12.5 GB/s NIC link, 2.6 µs.
 cluster make_dgx2_2();
 
-/// A comm-planner cluster spec: `dgx2-2`, `h100-pod:N`, else a cluster file or runtime preset.
+/// `ndv2-N` (N = 3..16 chassis): TE-CCL's multi-chassis NDv2 model (`teccl/topologies/ndv2.py`):
+/// each chassis the DGX-1V NVLink matrix (25/50 GB/s, 0.7 µs); GPU 0 of every chassis sends to one
+/// InfiniBand switch `ib`, which sends to GPU 1 of every chassis, each link 12.5 GB/s and 1.3 µs.
+/// (`ndv2-2` is the runtime preset: two direct one-way links.)
+cluster make_ndv2(int chassis);
+
+/// A comm-planner cluster spec: `dgx2-2`, `ndv2-N` (N ≥ 3), `h100-pod:N`, else a cluster file or
+/// runtime preset.
 cluster load_comm_cluster(const std::string& spec);
 
 }  // namespace doppler::comm
