@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The demo: install what doppler needs (Debian packages only), build it, and run the main job:
-# generate a Llama block, validate it and print its summary.
+# generate a Llama block, place it with the critical-path teacher and HEFT on 4 virtual CPU devices,
+# simulate it, run it for real on the actor runtime (measured vs simulated, a Perfetto trace), compare
+# the placers on a graph of the DOPPLER paper, and plan an allgather on a DGX-1.
 #   scripts/demo.sh            (as root, or a user with sudo, on Debian 12)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,14 +12,29 @@ cmake --build --preset release --target doppler
 bin=build/release/cli/doppler
 out=build/demo
 mkdir -p "$out"
+step() { printf '\n== %s\n' "$*"; }
 
-echo
-echo "== doppler workload llama-block: a Llama attention block sharded over 4 devices"
+step "doppler workload llama-block --shards 4: a Llama attention block sharded over 4 devices"
 "$bin" workload llama-block --shards 4 -o "$out/llama-block.json"
-echo
-echo "== doppler validate"
+step "doppler validate (our format and the paper's text format)"
 "$bin" validate "$out/llama-block.json" workloads/doppler-paper/transformer_block_215nodes.txt
-echo
-echo "== doppler cluster p100x4 (4x P100, NVLink)"
-"$bin" cluster p100x4 -o "$out/p100x4.json"
-"$bin" validate "$out/p100x4.json"
+
+for method in cp heft; do
+  step "doppler place --method $method on cpu:4 (4 virtual CPU devices)"
+  "$bin" place --graph "$out/llama-block.json" --cluster cpu:4 --method "$method" -o "$out/placement-$method.json"
+  step "doppler run: execute it with real kernels on the actor runtime, work-conserving"
+  "$bin" run --graph "$out/llama-block.json" --cluster cpu:4 --placement "$out/placement-$method.json" \
+    --repeat 5 --trace "$out/trace-$method.json"
+done
+step "doppler run --mode bsp: the same cp placement level by level, with barriers"
+"$bin" run --graph "$out/llama-block.json" --cluster cpu:4 --placement "$out/placement-cp.json" --mode bsp --repeat 5
+
+step "doppler compare: placers on the paper's Llama layer (doppler-paper:4, the paper's simulator model)"
+"$bin" compare --graph workloads/doppler-paper/full_transformer_layer_261nodes.txt --cluster doppler-paper:4 \
+  --model simple --seeds 3 --budget 2000 --csv "$out/compare.csv" --svg "$out/compare.svg"
+
+step "doppler plan-comm: an allgather on a DGX-1 (8x V100, hybrid cube-mesh), MILP vs the ring"
+"$bin" compare-comm --cluster dgx1-v100 --collective allgather --chunk-bytes 1048576 --chunks-per-gpu 2 --methods milp,greedy,ring,direct
+
+printf '\nTraces (open in https://ui.perfetto.dev): %s/trace-cp.json %s/trace-heft.json\n' "$out" "$out"
+printf 'Comparison chart: %s/compare.svg\n' "$out"
