@@ -34,7 +34,7 @@ namespace {
 
 struct run_flags {
   std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
-      costs_file, backend = "cpu";
+      costs_file, backend = "cpu", scheduler = "stealing";
   std::vector<std::string> remote;  // DEVICE=HOST:PORT
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
@@ -90,6 +90,7 @@ void run_command(const run_flags& f) {
 
   engine e(c, engine_options{}
                   .with_network(!f.remote.empty())
+                  .with_scheduler(f.scheduler)
                   .with_streams(f.streams)
                   .with_backend(f.backend)
                   .with_costs(cm)
@@ -109,9 +110,9 @@ void run_command(const run_flags& f) {
   }
   if (!f.json)
     std::cout << fmt::format("run: graph {} ({} ops), cluster {} ({} devices), placement {}, mode {}, "
-                             "streams {}, backend {}, {} warm-up + {} measured runs\n",
+                             "streams {}, backend {}, scheduler {}, {} warm-up + {} measured runs\n",
                              f.graph_file, g->size(), c.name(), c.device_count(), method, f.mode, f.streams,
-                             f.backend, f.warmup, f.repeat);
+                             f.backend, f.scheduler, f.warmup, f.repeat);
   run_options ro;
   ro.mode = mode;
   ro.seed = f.seed;
@@ -172,6 +173,7 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
   cmd->add_option("--timeout", f->timeout, "Seconds before a run fails")->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
+  cmd->add_option("--scheduler", f->scheduler, "CAF scheduler: stealing or sharing")->capture_default_str();
   cmd->add_option("--remote", f->remote, "DEVICE=HOST:PORT: use the device a `doppler worker` serves there "
                                          "(repeatable)");
   cmd->add_flag("--json", f->json, "Print one JSON object");

@@ -21,6 +21,9 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, const engine_
   cfg.add_message_types<caf::id_block::doppler_actors>();
   if (opt.scheduler_threads > 0) cfg.set("scheduler.max-threads", opt.scheduler_threads);
   if (opt.network) cfg.load<caf::io::middleman>();
+  if (opt.scheduler == "sharing") cfg.set("scheduler.policy", caf::atom("sharing"));
+  else if (opt.scheduler != "stealing")
+    throw error(errc::bad_argument, "engine: unknown scheduler \"" + opt.scheduler + "\" (stealing, sharing)");
   cfg.set("logger.console", caf::atom("none"));
   return cfg;
 }

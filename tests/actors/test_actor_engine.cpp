@@ -83,6 +83,15 @@ TEST_CASE("a different seed gives different outputs (the comparison can fail)") 
   CHECK(worst_diff(r.outputs, execute_reference(g, 1)) <= 1e-5);
 }
 
+TEST_CASE("the sharing scheduler computes the same outputs; an unknown scheduler is refused") {
+  cluster c = make_preset("cpu:3");
+  engine e(c, engine_options{}.with_scheduler("sharing").with_streams(2));
+  graph g = make_workload("moe-layer", small_params());
+  auto r = e.run(g, place("random", g, c), run_options{}.with_seed(8).keep_all());
+  CHECK(worst_diff(r.outputs, execute_reference(g, 8)) <= 1e-5);
+  CHECK_THROWS_AS(engine(c, engine_options{}.with_scheduler("fifo")), doppler::error);
+}
+
 TEST_CASE("exits only: outputs of the exits, empty tensors elsewhere") {
   cluster c = make_preset("cpu:3");
   engine e(c);

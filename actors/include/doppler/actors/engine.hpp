@@ -32,6 +32,9 @@ struct engine_options {
   std::shared_ptr<actors::backend> custom_backend;  ///< overrides `backend` (tests, other devices)
   std::chrono::milliseconds timeout{120000};        ///< default per-run timeout
   std::size_t scheduler_threads = 0; ///< CAF scheduler threads (0: CAF's default, one per core)
+  /// CAF scheduler: `stealing` (CAF's default: per-thread queues, workers poll and sleep) or
+  /// `sharing` (one queue, waiters notified: about half the cross-device wait on an idle host).
+  std::string scheduler = "stealing";
   bool network = false;              ///< load CAF's middleman: devices in other processes (`attach`, `worker`)
 
   engine_options& with_streams(int s) { streams = s; return *this; }
@@ -41,6 +44,7 @@ struct engine_options {
   engine_options& with_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
   engine_options& with_scheduler_threads(std::size_t n) { scheduler_threads = n; return *this; }
   engine_options& with_network(bool on = true) { network = on; return *this; }
+  engine_options& with_scheduler(std::string name) { scheduler = std::move(name); return *this; }
 };
 
 struct run_options {
