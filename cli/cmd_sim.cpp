@@ -58,6 +58,18 @@ sim_options to_sim_options(const sim_flags& f) {
 
 cost_model load_costs(const sim_flags& f) { return f.costs_file.empty() ? cost_model() : cost_model::load(f.costs_file); }
 
+/// What every simulating command loads from its flags: graph, cluster, cost model, simulator options.
+struct sim_setup {
+  graph g;
+  cluster c;
+  cost_model cm;
+  sim_options so;
+};
+
+sim_setup load_setup(const sim_flags& f) {
+  return {load_graph(f.graph_file), load_cluster_or_preset(f.cluster_spec), load_costs(f), to_sim_options(f)};
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -205,13 +217,11 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--budget", o->budget, "search: simulator evaluations")->capture_default_str();
     cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
     cmd->callback([o] {
-      graph g = load_graph(o->f.graph_file);
-      cluster c = load_cluster_or_preset(o->f.cluster_spec);
-      cost_model cm = load_costs(o->f);
+      auto [g, c, cm, so] = load_setup(o->f);
       placer_options po;
       po.seed = o->seed;
       po.budget = o->budget;
-      po.sim = to_sim_options(o->f);
+      po.sim = so;
       po.progress = progress_bar(o->method);
       auto pl = make_placer(o->method);
       auto t0 = std::chrono::steady_clock::now();
@@ -220,7 +230,7 @@ void add_sim_commands(CLI::App& app) {
       check_placement(p, g, c);
       save_placement(p, g, c, o->out);
       auto r = simulate(g, c, p, cm, po.sim);
-      double lb = makespan_lower_bound(g, c, cm, to_sim_options(o->f));
+      double lb = makespan_lower_bound(g, c, cm, so);
       std::ostream& os = o->out == "-" ? std::cerr : std::cout;
       std::vector<std::size_t> per(c.device_count(), 0);
       for (device_index d : p.device) ++per[d];
@@ -256,10 +266,7 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--trace", o->trace_file, "Write a Chrome trace (Perfetto) of the first run");
     cmd->add_flag("--json", o->json, "Print one JSON object");
     cmd->callback([o] {
-      graph g = load_graph(o->f.graph_file);
-      cluster c = load_cluster_or_preset(o->f.cluster_spec);
-      cost_model cm = load_costs(o->f);
-      sim_options so = to_sim_options(o->f);
+      auto [g, c, cm, so] = load_setup(o->f);
       if (o->runs < 1) throw error(errc::bad_argument, "", "--runs", "must be at least 1");
       if (!(o->jitter >= 0) || !std::isfinite(o->jitter)) throw error(errc::bad_argument, "", "--jitter", "must be ≥ 0");
       for (auto& s : o->stragglers) so.stragglers.push_back(parse_straggler(s, c));
@@ -324,10 +331,7 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--svg", o->svg, "Write a bar chart as SVG");
     cmd->add_flag("--json", o->json, "Print one JSON object with a `rows` list");
     cmd->callback([o] {
-      graph g = load_graph(o->f.graph_file);
-      cluster c = load_cluster_or_preset(o->f.cluster_spec);
-      cost_model cm = load_costs(o->f);
-      sim_options so = to_sim_options(o->f);
+      auto [g, c, cm, so] = load_setup(o->f);
       if (o->seeds < 1) throw error(errc::bad_argument, "", "--seeds", "must be at least 1");
       std::vector<std::string> names;
       for (std::size_t at = 0; at <= o->methods.size();) {
@@ -337,7 +341,7 @@ void add_sim_commands(CLI::App& app) {
       }
       if (names.empty()) throw error(errc::bad_argument, "", "--methods", "no method named");
       for (auto& n : names) make_placer(n);  // unknown names fail before any work
-      double lb = makespan_lower_bound(g, c, cm, to_sim_options(o->f));
+      double lb = makespan_lower_bound(g, c, cm, so);
       nlohmann::json rows = nlohmann::json::array();
       for (auto& n : names) {
         std::vector<double> spans, times;
