@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 
+#include <doppler/comm/multicast.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/error.hpp>
@@ -28,8 +29,11 @@ namespace {
 
 /// Options every simulating command shares.
 struct sim_flags {
-  std::string graph_file, cluster_spec, costs_file, model = "wc", mode = "wc";
+  std::string graph_file, cluster_spec, costs_file, model = "wc", mode = "wc", transfers = "direct",
+      plan_method = "greedy";
   int streams = 1;
+  double chunk_bytes = 1 << 20;
+  std::uint32_t max_chunks = 8;
 };
 
 void add_sim_flags(CLI::App* cmd, sim_flags& f) {
@@ -41,6 +45,15 @@ void add_sim_flags(CLI::App* cmd, sim_flags& f) {
       ->capture_default_str();
   cmd->add_option("--streams", f.streams, "Concurrent ops per device")->capture_default_str();
   cmd->add_option("--costs", f.costs_file, "Cost table (doppler-costs/1); default: built-in efficiencies");
+  cmd->add_option("--transfers", f.transfers,
+                  "direct: every consumer device gets its own copy over its route; planned: a tensor several "
+                  "devices need (or one routed through another device) moves as the comm planner's "
+                  "store-and-forward multicast plan says, in chunks (wc model)")
+      ->capture_default_str();
+  cmd->add_option("--plan-method", f.plan_method, "planned transfers: the comm planner's method (greedy, milp, "
+                                                  "lp, astar, tree, ...; see plan-comm)")->capture_default_str();
+  cmd->add_option("--chunk-bytes", f.chunk_bytes, "planned transfers: target chunk size")->capture_default_str();
+  cmd->add_option("--max-chunks", f.max_chunks, "planned transfers: most chunks per tensor")->capture_default_str();
 }
 
 sim_options to_sim_options(const sim_flags& f) {
@@ -67,7 +80,22 @@ struct sim_setup {
 };
 
 sim_setup load_setup(const sim_flags& f) {
-  return {load_graph(f.graph_file), load_cluster_or_preset(f.cluster_spec), load_costs(f), to_sim_options(f)};
+  sim_setup s{load_graph(f.graph_file), load_cluster_or_preset(f.cluster_spec), load_costs(f), to_sim_options(f)};
+  if (f.transfers == "planned") {
+    if (s.so.model != sim_model::wc)
+      throw error(errc::bad_argument, "", "--transfers", "planned transfers need --model wc");
+    if (!(f.chunk_bytes > 0)) throw error(errc::bad_argument, "", "--chunk-bytes", "must be positive");
+    if (f.max_chunks < 1) throw error(errc::bad_argument, "", "--max-chunks", "must be at least 1");
+    auto known = comm::method_names();
+    if (std::find(known.begin(), known.end(), f.plan_method) == known.end())
+      throw error(errc::bad_argument, "", "--plan-method", "unknown comm planner method '" + f.plan_method + "'");
+    s.so.transfers = std::make_shared<comm::multicast_planner>(
+        std::make_shared<const cluster>(s.c),
+        comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes).with_max_chunks(f.max_chunks));
+  } else if (f.transfers != "direct") {
+    throw error(errc::bad_argument, "", "--transfers", "unknown mode '" + f.transfers + "' (direct, planned)");
+  }
+  return s;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -292,6 +320,7 @@ void add_sim_commands(CLI::App& app) {
       first["method"] = p.method.empty() ? "unknown" : p.method;
       first["model"] = o->f.model;
       first["mode"] = o->f.mode;
+      first["transfers"] = o->f.transfers;
       if (o->runs > 1) {
         auto s = summarize(spans);
         first["runs"] = o->runs;
@@ -367,6 +396,7 @@ void add_sim_commands(CLI::App& app) {
       for (auto& r : rows) best = std::min(best, r["makespan_s"].get<double>());
       for (auto& r : rows) r["ratio_best"] = best > 0 ? r["makespan_s"].get<double>() / best : 0.0;
       nlohmann::json out = {{"graph", g.name()}, {"cluster", c.name()}, {"model", o->f.model}, {"mode", o->f.mode},
+                            {"transfers", o->f.transfers},
                             {"seeds", o->seeds}, {"lower_bound_s", lb}, {"rows", rows}};
       if (!o->csv.empty()) {
         std::string csv = "method,makespan_mean_s,makespan_std_s,makespan_best_s,ratio_lower_bound,ratio_best,place_time_s\n";

@@ -17,6 +17,8 @@ void check_options(const sim_options& opt, const cluster& c) {
     throw error(errc::bad_argument, "streams must be >= 1, got " + std::to_string(opt.streams));
   if (!std::isfinite(opt.jitter) || opt.jitter < 0)
     throw error(errc::bad_argument, "jitter must be a finite sigma >= 0, got " + std::to_string(opt.jitter));
+  if (opt.transfers && opt.model == sim_model::simple)
+    throw error(errc::bad_argument, "planned transfers need the wc model (the simple model has no links)");
   for (const auto& [d, f] : opt.stragglers) {
     if (d >= c.device_count())
       throw error(errc::bad_argument, "straggler device index " + std::to_string(d) +

@@ -7,6 +7,7 @@
 // front; the event loop allocates nothing.
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_algos.hpp>
+#include <doppler/runtime/transfer_plan.hpp>
 
 #include "sim_detail.hpp"
 
@@ -33,16 +34,29 @@ struct later {
 constexpr std::uint32_t arrival_bit = 1u << 31;
 constexpr std::uint32_t payload_mask = 0xffffffffu;
 
-/// One tensor moving to one device (it serves every consumer of `op` placed there). Transfers that
-/// start on the same link form a FIFO list through `next`; only the list's head is in the heap.
+constexpr std::uint32_t none = UINT32_MAX;
+
+/// One tensor moving to one device (it serves every consumer of `op` placed there), or one hop of a
+/// planned transfer (`plan` ≠ none). Transfers that start on the same link form a FIFO list through
+/// `next`; only the list's head is in the heap.
 struct transfer {
   op_index op;
   device_index dst;
-  link_index first;    // the route's first link: the list it queues in
+  link_index first;    // the route's first link (a hop's only link): the list it queues in
   std::uint32_t next;  // next transfer queued on `first`, or none
   double end;
+  std::uint32_t plan = none;  // index into the run's active plans
+  std::uint32_t hop = 0;      // hop of that plan
 };
-constexpr std::uint32_t none = UINT32_MAX;
+
+/// A planned transfer in flight: the plan, the op whose output it moves, and per destination the
+/// chunks that arrived (`got[base + k]` for the plan's k-th destination).
+struct active_plan {
+  std::shared_ptr<const transfer_plan> plan;
+  op_index op;
+  double chunk_bytes;
+  std::uint32_t base;
+};
 
 /// Per-device ready queues in one flat buffer: device d owns [off[d], off[d + 1]); each op enters
 /// its device's queue once. With an `order`, a queue is a min-heap of order positions; without, a
@@ -163,6 +177,17 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
   // one link end in the order they were sent: the heap holds the head of each link's list only (its
   // size stays near devices × streams + links, not the number of transfers in flight).
   std::vector<std::uint32_t> link_head(c.links().size(), none), link_tail(c.links().size(), none);
+  auto enqueue = [&](const transfer& tr) {
+    const auto idx = static_cast<std::uint32_t>(transfers.size());
+    transfers.push_back(tr);
+    if (link_head[tr.first] == none) {
+      link_head[tr.first] = idx;
+      push_event(tr.end, idx | arrival_bit);
+    } else {
+      transfers[link_tail[tr.first]].next = idx;
+    }
+    link_tail[tr.first] = idx;
+  };
   auto send = [&](op_index u, device_index a, device_index b, double t) {
     const route& rt = c.route_between(a, b);
     double start = t;
@@ -173,16 +198,38 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
       r.link_bytes[l] += in.bytes[u];
       if (tracing) r.events.push_back({trace_event::kind::transfer, u, l, b, start, end});
     }
-    const auto idx = static_cast<std::uint32_t>(transfers.size());
-    const link_index first = rt.links.front();
-    transfers.push_back({u, b, first, none, end});
-    if (link_head[first] == none) {
-      link_head[first] = idx;
-      push_event(end, idx | arrival_bit);
-    } else {
-      transfers[link_tail[first]].next = idx;
+    enqueue(transfer{u, b, rt.links.front(), none, end});
+  };
+
+  // Planned transfers: each hop reserves its one link from the moment its chunk is at the link's
+  // source and the link is free; a destination has the tensor when every chunk has arrived.
+  std::vector<active_plan> plans;
+  std::vector<std::uint32_t> got;
+  std::vector<device_index> dests;
+  auto send_hop = [&](std::uint32_t k, std::uint32_t h, double t) {
+    const active_plan& ap = plans[k];
+    const transfer_hop& hop = ap.plan->hops[h];
+    const link& lk = c.links()[hop.link];
+    double start = std::max(t, link_free[hop.link]);
+    double end = start + (lk.latency + ap.chunk_bytes / lk.bandwidth) * in.factor();
+    link_free[hop.link] = end;
+    r.link_bytes[hop.link] += ap.chunk_bytes;
+    if (tracing) r.events.push_back({trace_event::kind::transfer, ap.op, hop.link, hop.toward, start, end});
+    enqueue(transfer{ap.op, hop.toward, hop.link, none, end, k, h});
+  };
+  // The output of u (on device d, at time t) to every device of `dests`: planned when the planner
+  // has a plan for it, else one copy per destination.
+  auto send_all = [&](op_index u, device_index d, double t) {
+    std::shared_ptr<const transfer_plan> tp;
+    if (opt.transfers && wants_plan(c, d, dests)) tp = opt.transfers->plan(d, dests, in.bytes[u]);
+    if (!tp) {
+      for (device_index ds : dests) send(u, d, ds, t);
+      return;
     }
-    link_tail[first] = idx;
+    const auto k = static_cast<std::uint32_t>(plans.size());
+    plans.push_back({tp, u, in.bytes[u] / tp->chunks, static_cast<std::uint32_t>(got.size())});
+    got.resize(got.size() + tp->destinations.size(), 0);
+    for (std::uint32_t h : tp->roots) send_hop(k, h, t);
   };
 
   std::size_t done = 0;
@@ -214,6 +261,17 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
           link_tail[tr.first] = none;
         else
           push_event(transfers[tr.next].end, tr.next | arrival_bit);
+        if (tr.plan != none) {  // a hop: forward the chunk, and count it where it is needed
+          const active_plan& ap = plans[tr.plan];
+          const transfer_plan& tp = *ap.plan;
+          for (std::uint32_t i = tp.child_off[tr.hop]; i < tp.child_off[tr.hop + 1]; ++i)
+            send_hop(tr.plan, tp.children[i], now);
+          const node_index at = c.links()[tr.first].dst;
+          auto it = std::lower_bound(tp.destinations.begin(), tp.destinations.end(), at);
+          if (at >= devices || it == tp.destinations.end() || *it != at ||
+              ++got[ap.base + static_cast<std::uint32_t>(it - tp.destinations.begin())] != tp.chunks)
+            continue;  // a relay, a switch, or chunks still missing
+        }
         for (op_index s : g.succs(tr.op))
           if (ops[s].dev == tr.dst && --ops[s].remaining == 0 && !bsp) make_ready(s);
         if (bsp) --outstanding;
@@ -228,15 +286,20 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
       }
       ++done;
       if (tracing) r.events.push_back({trace_event::kind::op, u, d, 0, op_start[u], now});
+      dests.clear();
       for (op_index s : g.succs(u)) {
         const device_index ds = ops[s].dev;
         if (ds == d) {
           if (--ops[s].remaining == 0 && !bsp) make_ready(s);
         } else if (stamp[ds] != u) {
           stamp[ds] = u;
-          send(u, d, ds, now);
-          if (bsp) ++outstanding;
+          dests.push_back(ds);
         }
+      }
+      if (!dests.empty()) {
+        if (opt.transfers) std::sort(dests.begin(), dests.end());
+        send_all(u, d, now);
+        if (bsp) outstanding += static_cast<std::uint32_t>(dests.size());
       }
       if (bsp) --outstanding;
     } while (!heap.empty() && heap.top().t == now_bits);

@@ -17,10 +17,13 @@
 #include <doppler/runtime/placement.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace doppler {
+
+class transfer_planner;  // transfer_plan.hpp
 
 enum class exec_mode : std::uint8_t { wc, bsp };
 enum class sim_model : std::uint8_t { wc, simple };
@@ -33,12 +36,20 @@ struct sim_options {
   std::uint64_t seed = 0;       ///< RNG seed for jitter
   std::vector<std::pair<device_index, double>> stragglers;  ///< device → slowdown factor (> 1)
   bool record_trace = false;    ///< fill sim_result::events
+  /// Planned transfers (`wc` model only): a tensor that `wants_plan` (several destination devices, or
+  /// a route through another device) moves as the planner says, chunk by chunk and hop by hop, when
+  /// the planner returns a plan; null = every destination gets its own copy over its route.
+  std::shared_ptr<transfer_planner> transfers;
 
   sim_options& with_mode(exec_mode m) { mode = m; return *this; }
   sim_options& with_model(sim_model m) { model = m; return *this; }
   sim_options& with_streams(int s) { streams = s; return *this; }
   sim_options& with_jitter(double sigma, std::uint64_t s) { jitter = sigma; seed = s; return *this; }
   sim_options& with_trace(bool on = true) { record_trace = on; return *this; }
+  sim_options& with_transfers(std::shared_ptr<transfer_planner> planner) {
+    transfers = std::move(planner);
+    return *this;
+  }
   sim_options& with_straggler(device_index d, double slowdown) {
     stragglers.emplace_back(d, slowdown);
     return *this;

@@ -1,0 +1,179 @@
+// Planned transfers: the comm planner as the simulator's transfer planner (multicast.hpp,
+// transfer_plan.hpp). Hand-checkable: links of 1 MB/s without latency, so a 1 MB chunk takes 1 s a hop.
+#include "comm_fixtures.hpp"
+
+#include <doppler/comm/multicast.hpp>
+#include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/graph.hpp>
+#include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/sim.hpp>
+#include <doppler/runtime/transfer_plan.hpp>
+
+#include <doctest/doctest.h>
+
+#include <memory>
+
+using namespace doppler;
+using namespace comm_fixtures;
+
+namespace {
+
+op_spec synth(std::string id, std::vector<std::string> inputs, double bytes) {
+  return op_spec{std::move(id), op_kind::synthetic, std::move(inputs), {}, {}, 1.0, bytes, ""};
+}
+
+/// `a` (4 MB output) on gpu0, consumed by b, c, d on gpu1, gpu2, gpu3.
+struct fan_out {
+  graph g;
+  placement p;
+  fan_out() {
+    graph_builder b("fan-out");
+    b.add(synth("a", {}, 4 * mb));
+    b.add(synth("b", {"a"}, 1));
+    b.add(synth("c", {"a"}, 1));
+    b.add(synth("d", {"a"}, 1));
+    g = std::move(b).build();
+    p.device = {0, 1, 2, 3};
+    p.method = "hand";
+  }
+};
+
+link_index link_between(const cluster& c, node_index a, node_index b) {
+  for (link_index l = 0; l < c.links().size(); ++l)
+    if (c.links()[l].src == a && c.links()[l].dst == b) return l;
+  FAIL("no link");
+  return 0;
+}
+
+std::shared_ptr<comm::multicast_planner> planner(const cluster& c, comm::multicast_options o = {}) {
+  return std::make_shared<comm::multicast_planner>(std::make_shared<const cluster>(c), o);
+}
+
+}  // namespace
+
+TEST_CASE("a tensor consumed on three devices of a line crosses the first link once, in pipelined chunks") {
+  cluster c = line(4);
+  fan_out f;
+  auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(mb).with_max_chunks(8));
+  sim_result direct = simulate(f.g, c, f.p, cost_model{}, sim_options{});
+  sim_result planned = simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_transfers(mp).with_trace());
+  const link_index l01 = link_between(c, 0, 1), l12 = link_between(c, 1, 2), l23 = link_between(c, 2, 3);
+  // direct: three copies of 4 MB start on gpu0 → gpu1
+  CHECK(direct.link_bytes[l01] == doctest::Approx(12 * mb));
+  CHECK(direct.makespan == doctest::Approx(12.0).epsilon(1e-3));
+  // planned: each link carries the tensor once; 4 chunks pipelined over 3 hops: 4 + 2 epochs
+  CHECK(planned.link_bytes[l01] == doctest::Approx(4 * mb));
+  CHECK(planned.link_bytes[l12] == doctest::Approx(4 * mb));
+  CHECK(planned.link_bytes[l23] == doctest::Approx(4 * mb));
+  CHECK(planned.makespan == doctest::Approx(6.0).epsilon(1e-3));
+  CHECK(planned.makespan <= 0.9 * direct.makespan);
+  // the trace has one event per hop: 4 chunks × 3 links
+  std::size_t hops = 0;
+  for (const auto& e : planned.events) hops += e.what == trace_event::kind::transfer ? 1 : 0;
+  CHECK(hops == 12);
+
+  // the plan itself: every chunk leaves gpu0 once, toward gpu1; gpu1 and gpu2 forward
+  device_index dsts[] = {1, 2, 3};
+  auto tp = mp->plan(0, dsts, 4 * mb);
+  REQUIRE(tp);
+  CHECK(tp->chunks == 4);
+  for (device_index d : dsts) CHECK(tp->chunks_reaching(d) == 4);
+  for (const auto& leg : tp->legs) {
+    CHECK(leg.to == leg.from + 1);
+    CHECK((leg.after < 0) == (leg.from == 0));
+  }
+  CHECK(mp->hits() >= 1);  // the simulator's request is cached
+  CHECK(mp->plan(0, dsts, 4 * mb) == tp);
+}
+
+TEST_CASE("bsp mode waits for planned transfers at the barrier") {
+  cluster c = line(4);
+  fan_out f;
+  auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(mb));
+  sim_result r = simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_mode(exec_mode::bsp).with_transfers(mp));
+  CHECK(r.makespan == doctest::Approx(6.0).epsilon(1e-3));
+}
+
+TEST_CASE("a plan no faster than direct copies is not used") {
+  cluster c = line(4);
+  fan_out f;
+  // one chunk: store-and-forward takes 3 hops = 3 × 4 s, no better than 3 copies on the first link
+  auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(8 * mb));
+  device_index dsts[] = {1, 2, 3};
+  CHECK(mp->plan(0, dsts, 4 * mb) == nullptr);
+  CHECK(mp->failures() == 0);
+  auto kept = planner(c, comm::multicast_options{}.with_chunk_bytes(8 * mb).with_keep_slower());
+  auto tp = kept->plan(0, dsts, 4 * mb);
+  REQUIRE(tp);
+  CHECK(tp->chunks == 1);
+}
+
+TEST_CASE("a planner failure falls back to direct copies with the same result") {
+  cluster c = line(4);
+  fan_out f;
+  // ring applies to allgather only: every request fails, is counted, and copies go direct
+  auto mp = planner(c, comm::multicast_options{}.with_method("ring").with_chunk_bytes(mb));
+  sim_result direct = simulate(f.g, c, f.p, cost_model{}, sim_options{});
+  sim_result fallback = simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_transfers(mp));
+  CHECK(mp->failures() == 1);
+  CHECK(fallback.makespan == direct.makespan);
+  CHECK(fallback.link_bytes == direct.link_bytes);
+}
+
+TEST_CASE("through a switch: hops collapse into device-to-device legs") {
+  cluster c = star(4);
+  auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(mb).with_keep_slower());
+  device_index dsts[] = {1, 2, 3};
+  auto tp = mp->plan(0, dsts, 4 * mb);
+  REQUIRE(tp);
+  for (device_index d : dsts) CHECK(tp->chunks_reaching(d) == tp->chunks);
+  for (const auto& leg : tp->legs) {
+    CHECK(leg.from < 4);
+    CHECK(leg.to < 4);
+    CHECK(leg.to != 0);
+  }
+  for (const auto& h : tp->hops) CHECK(h.toward < 4);
+}
+
+TEST_CASE("wants_plan and chunk_count") {
+  cluster c = line(4);
+  device_index one[] = {1}, far[] = {3}, two[] = {1, 2};
+  CHECK_FALSE(wants_plan(c, 0, one));  // a direct link
+  CHECK(wants_plan(c, 0, far));        // through gpu1 and gpu2
+  CHECK(wants_plan(c, 0, two));
+  CHECK(chunk_count(4 * mb, mb, 8) == 4);
+  CHECK(chunk_count(4 * mb, mb, 2) == 2);
+  CHECK(chunk_count(0.5 * mb, mb, 8) == 1);
+  CHECK(chunk_count(0, mb, 8) == 1);
+}
+
+TEST_CASE("a bad transfer plan is refused naming the hop") {
+  cluster c = line(4);
+  transfer_plan tp;
+  tp.source = 0;
+  tp.destinations = {2};
+  tp.chunks = 1;
+  tp.hops = {{0, link_between(c, 1, 2), -1, 0}};  // gpu1 does not hold the chunk
+  expect_error([&] { tp.finish(c); }, errc::bad_argument, "does not hold chunk 0");
+  tp.hops = {{0, link_between(c, 0, 1), -1, 0}};  // never reaches gpu2
+  expect_error([&] { tp.finish(c); }, errc::bad_argument, "never reaches gpu2");
+  tp.hops = {{0, link_between(c, 0, 1), -1, 0}, {0, link_between(c, 1, 2), 0, 0}};
+  CHECK_NOTHROW(tp.finish(c));
+  CHECK(tp.legs.size() == 2);
+  CHECK(tp.legs[1].after == 0);
+  tp.destinations = {0};
+  expect_error([&] { tp.finish(c); }, errc::bad_argument, "destinations must be distinct");
+  // a schedule sending a chunk from a device that never gets it
+  comm::demand d = comm::tensor_demand(c, 0, std::vector<device_index>{2}, mb, 1);
+  comm::schedule s;
+  s.sends = {{0, 1, 2, 0}};
+  expect_error([&] { comm::to_transfer_plan(s, d, c); }, errc::bad_argument, "never holds it");
+}
+
+TEST_CASE("the simple model refuses planned transfers") {
+  cluster c = line(4);
+  fan_out f;
+  auto mp = planner(c);
+  expect_error([&] { simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_model(sim_model::simple).with_transfers(mp)); },
+               errc::bad_argument, "need the wc model");
+}
