@@ -5,6 +5,7 @@
 #include "commands.hpp"
 
 #include <doppler/actors/engine.hpp>
+#include <doppler/comm/multicast.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/error.hpp>
@@ -34,7 +35,8 @@ namespace {
 
 struct run_flags {
   std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
-      costs_file, backend = "cpu", scheduler = "stealing";
+      costs_file, backend = "cpu", scheduler = "stealing", transfers = "direct", plan_method = "greedy", refine;
+  double chunk_bytes = 1 << 20;
   std::vector<std::string> remote;  // DEVICE=HOST:PORT
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
@@ -88,7 +90,14 @@ void run_command(const run_flags& f) {
     method = f.method;
   }
 
+  transfer_options to;
+  to.mode = f.transfers;
+  to.method = f.plan_method;
+  to.refine = f.refine;
+  if (!(f.chunk_bytes > 0)) throw error(errc::bad_argument, "", "--chunk-bytes", "must be positive");
+  to.chunk_bytes = f.chunk_bytes;
   engine e(c, engine_options{}
+                  .with_transfers(to)
                   .with_network(!f.remote.empty())
                   .with_scheduler(f.scheduler)
                   .with_streams(f.streams)
@@ -122,6 +131,10 @@ void run_command(const run_flags& f) {
   sim_options so;
   so.mode = mode;
   so.streams = f.streams;
+  if (f.transfers == "planned")  // the prediction moves tensors the same way (and plans the same)
+    so.transfers = std::make_shared<comm::multicast_planner>(
+        std::make_shared<const cluster>(c),
+        comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes));
   double simulated = simulate(*g, c, p, cm, so).makespan;
 
   auto ms = r.makespans();
@@ -137,7 +150,8 @@ void run_command(const run_flags& f) {
                      {"mode", f.mode},              {"streams", f.streams},  {"repeat", f.repeat},
                      {"makespan_s", m},             {"makespan_std_s", sd},  {"makespan_min_s", r.min_makespan()},
                      {"makespan_max_s", r.max_makespan()}, {"makespans_s", ms}, {"simulated_s", simulated},
-                     {"utilization", util},         {"bytes_moved", bytes},  {"transfers", r.transfers.back()}};
+                     {"utilization", util},         {"bytes_moved", bytes},  {"transfers", r.transfers.back()},
+                     {"transfer_mode", f.transfers}, {"planned_tensors", r.planned_tensors}};
     if (!f.trace_file.empty()) j["trace"] = f.trace_file;
     std::cout << j.dump() << "\n";
     return;
@@ -148,7 +162,9 @@ void run_command(const run_flags& f) {
                            simulated > 0 ? m / simulated : 0.0);
   std::cout << "utilization:";
   for (device_index d = 0; d < c.device_count(); ++d) std::cout << fmt::format(" {} {:.0f}%", c[d].id, 100 * util[d]);
-  std::cout << fmt::format("\nmoved {:.0f} bytes in {} transfers\n", bytes, r.transfers.back());
+  std::cout << fmt::format("\nmoved {:.0f} bytes in {} transfers ({}", bytes, r.transfers.back(), f.transfers);
+  if (f.transfers == "planned") std::cout << fmt::format(": {} tensors by plan", r.planned_tensors);
+  std::cout << ")\n";
   if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
 }
 
@@ -176,6 +192,15 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--scheduler", f->scheduler, "CAF scheduler: stealing or sharing")->capture_default_str();
   cmd->add_option("--remote", f->remote, "DEVICE=HOST:PORT: use the device a `doppler worker` serves there "
                                          "(repeatable)");
+  cmd->add_option("--transfers", f->transfers,
+                  "direct: a copy per consumer device; planned: a tensor several devices need (or one routed "
+                  "through another device) moves chunk by chunk as the comm-planner actor's multicast plan says")
+      ->capture_default_str();
+  cmd->add_option("--plan-method", f->plan_method, "planned transfers: comm planner method answering at once")
+      ->capture_default_str();
+  cmd->add_option("--refine", f->refine, "planned transfers: a slower method (milp, auto, ...) refining cached "
+                                         "plans in the background for later runs");
+  cmd->add_option("--chunk-bytes", f->chunk_bytes, "planned transfers: target chunk size")->capture_default_str();
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_command(*f); });
   add_calibrate_command(app);

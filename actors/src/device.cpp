@@ -8,7 +8,9 @@
 #include "worker_pool.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <functional>
+#include <unordered_map>
 #include <thread>
 #include <algorithm>
 #include <utility>
@@ -46,6 +48,14 @@ struct device_state {
   std::vector<op_done_msg> done;  // completions not yet reported
   std::vector<transfer_done_msg> arrived;  // received copies not yet reported
   std::vector<const tensor*> ptrs;  // inline kernels' argument list (reused)
+  /// Planned transfers arriving here (as a destination or a relay): this device's copy of the tensor,
+  /// filled chunk by chunk, and how many chunks are in.
+  struct incoming {
+    std::shared_ptr<tensor> copy;
+    std::uint32_t got = 0;
+    std::int64_t start_ns = 0;
+  };
+  std::unordered_map<op_index, incoming> receiving;
 
   static inline const char* name = "doppler.device";
 
@@ -75,6 +85,7 @@ struct device_state {
     if (streams) streams->drop_queued();
     done.clear();
     arrived.clear();
+    receiving.clear();
     dispatcher = nullptr;
   }
 };
@@ -155,6 +166,37 @@ void copy_done(device_pointer self, copy_done_msg m) {
   st.arrived.push_back(transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
 }
 
+/// Elements [first, last) of chunk k of a tensor of n elements cut into `chunks` pieces.
+std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, std::uint32_t k, std::uint32_t chunks) {
+  return {n * k / chunks, n * (k + 1) / chunks};
+}
+
+/// Sends leg `leg` of op's planned transfer: its chunk is in `from` (this device's copy).
+void send_leg(device_pointer self, op_index i, std::uint32_t leg, const std::shared_ptr<const tensor>& from) {
+  auto& st = self->state;
+  const transfer_leg& l = st.plan->planned(i)->legs[leg];
+  self->send(st.plan->devices[l.to], chunk_atom::value, st.run, i, leg, tensor_ref{from});
+}
+
+/// Chunk `leg` of op's planned transfer is in this device's copy: forward it along the legs that wait
+/// for it, and once every chunk meant for this device is in, keep the tensor (a destination) and report.
+void chunk_copied(device_pointer self, const chunk_copied_msg& m) {
+  auto& st = self->state;
+  const transfer_plan& tp = *st.plan->planned(m.op);
+  auto it = st.receiving.find(m.op);
+  if (it == st.receiving.end()) return;
+  auto& in = it->second;
+  for (std::uint32_t k = 0; k < tp.legs.size(); ++k)
+    if (tp.legs[k].after == static_cast<std::int32_t>(m.leg)) send_leg(self, m.op, k, in.copy);
+  if (++in.got < tp.chunks_reaching(st.opt.index)) return;
+  if (std::binary_search(tp.destinations.begin(), tp.destinations.end(), st.opt.index)) {
+    std::uint64_t bytes = held_bytes(*in.copy);
+    st.store(m.op, std::move(in.copy), st.plan->consumers_on(m.op, st.opt.index));
+    st.arrived.push_back(transfer_done_msg{m.run, m.op, tp.source, st.opt.index, in.start_ns, m.end_ns, bytes});
+  }
+  st.receiving.erase(it);
+}
+
 /// Takes the plan of a new run: fresh buffers, the sender is the run's dispatcher.
 void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
   auto& st = self->state;
@@ -231,6 +273,60 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
                                               std::chrono::duration<double>(floor_s)));
           caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
         });
+        flush_done(self);
+      },
+      [=](relay_atom, std::uint64_t run, const std::vector<op_index>& ops) {
+        auto& st = self->state;
+        if (!st.active || run != st.run) return;
+        for (op_index i : ops) {
+          const transfer_plan* tp = st.plan->planned(i);
+          if (!st.buf[i] || !tp) {
+            self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
+                                                    "planned transfer of an output this device does not hold"});
+            return;
+          }
+          for (std::uint32_t k = 0; k < tp->legs.size(); ++k)
+            if (tp->legs[k].after < 0) send_leg(self, i, k, st.buf[i]);
+          for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(i);
+        }
+        flush_done(self);
+      },
+      [=](chunk_atom, std::uint64_t run, op_index i, std::uint32_t leg, tensor_ref& from) {
+        auto& st = self->state;
+        if (!st.active || run != st.run || !from.ptr) return;
+        const transfer_plan* tp = st.plan->planned(i);
+        if (!tp || leg >= tp->legs.size()) return;
+        auto& in = st.receiving[i];
+        auto start = now_ns();
+        if (!in.copy) {
+          in.copy = std::make_shared<tensor>(from.ptr->shape());
+          in.start_ns = start;
+        }
+        auto [first, last] = chunk_range(from.ptr->numel(), tp->legs[leg].chunk, tp->chunks);
+        if (st.opt.kernels->runs_inline() || last == first) {  // nothing worth a copy thread
+          std::copy(from.ptr->data() + first, from.ptr->data() + last, in.copy->data() + first);
+          chunk_copied(self, chunk_copied_msg{run, i, leg, start, now_ns()});
+          return flush_done(self);
+        }
+        device_actor me = self;
+        const transfer_leg& l = tp->legs[leg];
+        double floor_s = st.opt.kernels->transfer_seconds(*st.plan->g, i, l.from, l.to) / tp->chunks;
+        // Only this device's copy thread writes `copy`, each range once; readers (the next legs) see a
+        // range after its chunk_copied message, so no range is read while written.
+        st.copier->post(0, [me, run, i, leg, first, last, floor_s, src = std::move(from.ptr), dst = in.copy] {
+          auto t0 = now_ns();
+          std::memcpy(dst->data() + first, src->data() + first, (last - first) * sizeof(float));
+          if (floor_s > 0)
+            std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t0)) +
+                                          std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::duration<double>(floor_s)));
+          caf::anon_send(me, chunk_copied_msg{run, i, leg, t0, now_ns()});
+        });
+      },
+      [=](chunk_copied_msg& m) {
+        auto& st = self->state;
+        if (!st.active || m.run != st.run) return;
+        chunk_copied(self, m);
         flush_done(self);
       },
       [=](kernel_done_msg& m) {

@@ -35,6 +35,7 @@ struct dispatcher_state {
   std::vector<std::vector<op_index>> to_execute;  // per device: ready ops not yet sent
   std::vector<std::vector<op_index>> to_send_ops;  // per source device: transfers not yet ordered
   std::vector<std::vector<device_index>> to_send_dsts;
+  std::vector<std::vector<op_index>> to_relay;     // per source device: planned transfers to start
   std::size_t buffered = 0;
 
   static inline const char* name = "doppler.dispatcher";
@@ -102,6 +103,11 @@ void flush(dispatcher_pointer self) {
                std::move(st.to_send_dsts[d]));
     st.to_send_ops[d] = {};
     st.to_send_dsts[d] = {};
+  }
+  for (device_index d = 0; d < st.to_relay.size(); ++d) {
+    if (st.to_relay[d].empty()) continue;
+    self->send(st.plan->devices[d], relay_atom::value, st.plan->run, std::move(st.to_relay[d]));
+    st.to_relay[d] = {};
   }
   st.buffered = 0;
 }
@@ -188,6 +194,20 @@ void op_done(dispatcher_pointer self, const op_done_msg& m) {
     st.report.events.push_back(trace_event{trace_event::kind::op, i, m.device, 0, a, b});
   for (op_index s : p.g->succs(i))
     if (p.device_of(s) == m.device) input_arrived(self, s);
+  if (const transfer_plan* tp = p.planned(i)) {
+    // One relay starts the whole planned transfer; each destination reports when it has every chunk.
+    // The links carry what the plan says: every hop one chunk.
+    const auto dests = p.remote_dests(i);
+    st.transfers_open += dests.size();
+    if (p.mode == exec_mode::bsp) st.outstanding += dests.size();
+    st.to_relay[m.device].push_back(i);
+    ++st.buffered;
+    const double chunk = (*p.g)[i].bytes / tp->chunks;
+    for (const auto& h : tp->hops) st.report.link_bytes[h.link] += chunk;
+    st.report.bytes_moved += static_cast<std::uint64_t>(chunk * static_cast<double>(tp->legs.size()));
+    if (p.mode == exec_mode::bsp) --st.outstanding;
+    return maybe_done(self);
+  }
   for (device_index dst : p.remote_dests(i)) {
     ++st.transfers_open;
     if (p.mode == exec_mode::bsp) ++st.outstanding;
@@ -204,11 +224,13 @@ void transfer_done(dispatcher_pointer self, const transfer_done_msg& m) {
   const auto& p = *st.plan;
   --st.transfers_open;
   ++st.report.transfers;
-  st.report.bytes_moved += m.bytes;
   double a = st.seconds(m.start_ns), b = st.seconds(m.end_ns);
   st.report.makespan = std::max(st.report.makespan, b);
   const auto& rt = p.c->route_between(m.src, m.dst);
-  for (link_index l : rt.links) st.report.link_bytes[l] += static_cast<double>(m.bytes);
+  if (!p.planned(m.op)) {  // planned transfers were counted hop by hop when they started
+    st.report.bytes_moved += m.bytes;
+    for (link_index l : rt.links) st.report.link_bytes[l] += static_cast<double>(m.bytes);
+  }
   if (p.record_trace)
     st.report.events.push_back(trace_event{trace_event::kind::transfer, m.op,
                                            rt.links.empty() ? 0u : rt.links.front(), m.dst, a, b});
@@ -260,6 +282,7 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         st.to_execute.assign(p.c->device_count(), {});
         st.to_send_ops.assign(p.c->device_count(), {});
         st.to_send_dsts.assign(p.c->device_count(), {});
+        st.to_relay.assign(p.c->device_count(), {});
         st.report.link_bytes.assign(p.c->links().size(), 0.0);
         if (p.record_trace) st.report.events.reserve(n + p.remote_dest.size());
         for (auto& d : p.devices) self->monitor(d);

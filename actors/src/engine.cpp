@@ -1,5 +1,6 @@
 // The embedding API: an actor system, one device actor per device, a dispatcher per run.
 
+#include <doppler/actors/comm_planner.hpp>
 #include <doppler/actors/device.hpp>
 #include <doppler/actors/dispatcher.hpp>
 #include <doppler/actors/engine.hpp>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iostream>
 #include <mutex>
 #include <numeric>
 
@@ -40,6 +42,7 @@ struct engine::impl {
   std::vector<actors::device_actor> devices;
   std::atomic<std::uint64_t> next_run{1};
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
+  std::optional<actors::comm_planner_actor> planner;  // transfers = planned
 
   impl(cluster cl, engine_options o)
       : opt(std::move(o)),
@@ -47,10 +50,61 @@ struct engine::impl {
         kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend, c, opt.costs)),
         sys(configure(cfg, opt)) {
     if (opt.streams < 1) throw error(errc::bad_argument, "engine: streams must be >= 1");
+    const auto& t = opt.transfers;
+    if (t.mode == "planned") {
+      auto known = comm::method_names();
+      for (const std::string& m : {t.method, t.refine})
+        if (!m.empty() && std::find(known.begin(), known.end(), m) == known.end())
+          throw error(errc::bad_argument, "engine: unknown comm planner method \"" + m + "\"");
+      actors::comm_planner_config pc;
+      pc.multicast = comm::multicast_options{}
+                         .with_method(t.method)
+                         .with_chunk_bytes(t.chunk_bytes)
+                         .with_max_chunks(t.max_chunks)
+                         .with_time_limit(t.time_limit);
+      pc.refine = t.refine;
+      planner = actors::spawn_comm_planner(sys, c, pc);
+    } else if (t.mode != "direct") {
+      throw error(errc::bad_argument, "engine: unknown transfers mode \"" + t.mode + "\" (direct, planned)");
+    }
     for (device_index d = 0; d < c->device_count(); ++d) devices.push_back(spawn(d));
   }
   ~impl() {
     for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    if (planner) caf::anon_send_exit(*planner, caf::exit_reason::user_shutdown);
+  }
+
+  /// Asks the comm planner for the planned transfers of a run (tensors with several destination
+  /// devices, or routed through another device). Devices in other processes, a planner that does
+  /// not answer in time or fails: every tensor is copied directly (with a warning).
+  void plan_transfers(actors::run_plan& plan) {
+    if (!planner) return;
+    caf::scoped_actor self{sys};
+    for (const auto& d : plan.devices)
+      if (d.node() != self->node()) return;  // plans are process-local
+    const graph& g = *plan.g;
+    std::vector<actors::transfer_request> reqs;
+    std::vector<op_index> ops;
+    for (op_index i = 0; i < g.size(); ++i) {
+      auto dests = plan.remote_dests(i);
+      if (g[i].bytes <= 0 || !wants_plan(*c, plan.device_of(i), dests)) continue;
+      reqs.push_back({plan.device_of(i), std::vector<device_index>(dests.begin(), dests.end()), g[i].bytes});
+      ops.push_back(i);
+    }
+    if (reqs.empty()) return;
+    self->request(*planner, opt.transfers.wait, actors::plan_atom::value, reqs)
+        .receive(
+            [&](actors::transfer_plans& tp) {
+              plan.transfer_plans.assign(g.size(), nullptr);
+              for (std::size_t k = 0; k < ops.size() && k < tp.plans.size(); ++k) {
+                const auto& p = tp.plans[k];
+                if (p && p->source == reqs[k].src && p->destinations == reqs[k].dsts) plan.transfer_plans[ops[k]] = p;
+              }
+            },
+            [&](caf::error& err) {
+              std::cerr << "doppler: warning: the comm planner did not answer (" << sys.render(err)
+                        << "); copying tensors directly\n";
+            });
   }
 
   actors::device_actor spawn(device_index d) {
@@ -104,6 +158,9 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     plan->record_trace = opt.trace;
     plan->timeout = opt.timeout.value_or(impl_->opt.timeout);
     actors::finish_plan(*plan);
+    impl_->plan_transfers(*plan);
+    result.planned_tensors = static_cast<std::size_t>(std::count_if(
+        plan->transfer_plans.begin(), plan->transfer_plans.end(), [](const auto& p) { return p != nullptr; }));
     auto rep = actors::execute_plan(impl_->sys, plan);
     if (!rep.ok) {
       impl_->heal();

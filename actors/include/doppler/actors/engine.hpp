@@ -25,6 +25,19 @@
 
 namespace doppler {
 
+/// How a run moves a tensor that several devices consume (or whose route runs through another
+/// device): `direct` copies it to each destination; `planned` asks the engine's comm-planner actor
+/// (comm_planner.hpp) for a store-and-forward multicast plan and executes it chunk by chunk.
+struct transfer_options {
+  std::string mode = "direct";      ///< direct | planned
+  std::string method = "greedy";    ///< comm planner method for a request not in its cache
+  std::string refine;               ///< optional slower method refining cached plans in the background
+  double chunk_bytes = 1 << 20;     ///< target chunk size
+  std::uint32_t max_chunks = 8;     ///< most chunks per tensor
+  double time_limit = 2;            ///< seconds per solve
+  std::chrono::milliseconds wait{10000};  ///< a run waits this long for plans, then copies directly
+};
+
 struct engine_options {
   int streams = 1;                   ///< ops each device runs at once (its worker threads)
   std::string backend = "cpu";       ///< backend by name: cpu, null, emulate
@@ -36,6 +49,7 @@ struct engine_options {
   /// `sharing` (one queue, waiters notified: about half the cross-device wait on an idle host).
   std::string scheduler = "stealing";
   bool network = false;              ///< load CAF's middleman: devices in other processes (`attach`, `worker`)
+  transfer_options transfers;        ///< direct or planned multicast transfers
 
   engine_options& with_streams(int s) { streams = s; return *this; }
   engine_options& with_backend(std::string name) { backend = std::move(name); return *this; }
@@ -45,6 +59,7 @@ struct engine_options {
   engine_options& with_scheduler_threads(std::size_t n) { scheduler_threads = n; return *this; }
   engine_options& with_network(bool on = true) { network = on; return *this; }
   engine_options& with_scheduler(std::string name) { scheduler = std::move(name); return *this; }
+  engine_options& with_transfers(transfer_options t) { transfers = std::move(t); return *this; }
 };
 
 struct run_options {
@@ -74,6 +89,7 @@ struct run_result {
   std::vector<sim_result> runs;
   std::vector<std::uint64_t> bytes_moved;  ///< per repeat: bytes copied between devices
   std::vector<std::uint64_t> transfers;    ///< per repeat: tensor copies between devices
+  std::size_t planned_tensors = 0;         ///< tensors moved by a transfer plan (per run)
 
   std::vector<double> makespans() const;
   double mean_makespan() const;

@@ -14,6 +14,11 @@
 ///   buffers": the op joins a ready queue ordered by the placement's priority and runs on one of the
 ///   device's `streams` worker threads (never on a CAF scheduler thread). `send(op, dst)` hands the
 ///   output of op to the device dst, which copies it into its own buffer on its copy thread.
+/// - Planned transfers (`transfers = planned`): for an op whose output has a `transfer_plan` in the run
+///   plan, the dispatcher sends `relay(op)` to its device instead of `send`; chunks then travel device
+///   to device along the plan's legs (`chunk`), each receiver copying the chunk into its own buffer on
+///   its copy thread and forwarding it to the next legs; a destination reports `transfer_done` once it
+///   holds every chunk.
 /// - Times travel as steady-clock nanoseconds; the dispatcher makes them relative to its start.
 ///
 /// Every message type is registered in the `doppler_actors` type-id block below. The run plan (a
@@ -23,6 +28,7 @@
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/sim.hpp>
 #include <doppler/runtime/tensor.hpp>
+#include <doppler/runtime/transfer_plan.hpp>
 
 #include <caf/all.hpp>
 
@@ -102,6 +108,28 @@ struct copy_done_msg {
   tensor_ref copy;
 };
 
+/// A worker thread copied chunk `leg`'s range of a planned transfer into the device's buffer
+/// (device-internal).
+struct chunk_copied_msg {
+  std::uint64_t run = 0;
+  op_index op = 0;
+  std::uint32_t leg = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
+/// What a tensor's planned transfer needs from the comm planner: source, destinations, bytes.
+struct transfer_request {
+  device_index src = 0;
+  std::vector<device_index> dsts;  ///< sorted, distinct
+  double bytes = 0;
+};
+
+/// The comm planner's answer for a batch of requests (process-local: plans are shared, immutable;
+/// nullptr = copy directly).
+struct transfer_plans {
+  std::vector<std::shared_ptr<const transfer_plan>> plans;
+};
+
 /// One output a device hands back at the end of a run.
 struct op_output {
   op_index op = 0;
@@ -135,6 +163,10 @@ CAF_ADD_ATOM(doppler_actors, doppler::actors, end_atom, "dp_end")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, run_atom, "dp_run")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, timeout_atom, "dp_timeout")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, bytes_atom, "dp_bytes")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, relay_atom, "dp_relay")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, chunk_atom, "dp_chunk")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, plan_atom, "dp_plan")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, stats_atom, "dp_stats")
 
 namespace doppler::actors {
 
@@ -151,6 +183,11 @@ using device_actor = caf::typed_actor<
     caf::reacts_to<send_atom, std::uint64_t, std::vector<op_index>, std::vector<device_index>>,
     /// A peer's tensor arrives: copy it into this device's buffers, then report transfer_done.
     caf::reacts_to<tensor_atom, std::uint64_t, op_index, device_index, tensor_ref>,
+    /// Start the planned transfers of these ops' outputs (the run plan has their transfer plans).
+    caf::reacts_to<relay_atom, std::uint64_t, std::vector<op_index>>,
+    /// Leg `leg` of op's planned transfer: its chunk is in the sender's tensor; copy, forward, count.
+    caf::reacts_to<chunk_atom, std::uint64_t, op_index, std::uint32_t, tensor_ref>,
+    caf::reacts_to<chunk_copied_msg>,
     /// Worker threads report back.
     caf::reacts_to<kernel_done_msg>, caf::reacts_to<op_failed_msg>, caf::reacts_to<copy_done_msg>,
     /// Hand over the outputs this device keeps (sinks, or all with keep-all).
@@ -169,6 +206,16 @@ using dispatcher_actor = caf::typed_actor<
     caf::reacts_to<op_failed_msg>,
     /// The per-run timeout fired.
     caf::reacts_to<timeout_atom, std::uint64_t>>;
+
+/// The comm planner (comm_planner.hpp): plans on one topology, cached; never stalls a run (a miss
+/// is answered with a greedy plan at once, a slower method refines it in the background).
+using comm_planner_actor = caf::typed_actor<
+    /// The planned transfers of a run's tensors, one answer per request (nullptr: copy directly).
+    caf::replies_to<plan_atom, std::vector<transfer_request>>::with<transfer_plans>,
+    /// A `doppler-demand/1` document planned on the actor's topology: the `doppler-schedule/1` text.
+    caf::replies_to<plan_atom, std::string>::with<std::string>,
+    /// Cache statistics: hits, misses, planner failures, plans refined in the background.
+    caf::replies_to<stats_atom>::with<std::vector<std::uint64_t>>>;
 
 // ---- inspect overloads (CAF 0.17 form) ----------------------------------------------------------
 
@@ -215,6 +262,14 @@ typename Inspector::result_type inspect(Inspector& f, copy_done_msg& x) {
   return f(caf::meta::type_name("copy_done_msg"), x.run, x.op, x.src, x.start_ns, x.end_ns, x.copy);
 }
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, chunk_copied_msg& x) {
+  return f(caf::meta::type_name("chunk_copied_msg"), x.run, x.op, x.leg, x.start_ns, x.end_ns);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, transfer_request& x) {
+  return f(caf::meta::type_name("transfer_request"), x.src, x.dsts, x.bytes);
+}
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_output& x) {
   return f(caf::meta::type_name("op_output"), x.op, x.value);
 }
@@ -235,6 +290,8 @@ typename Inspector::result_type inspect(Inspector& f, trace_event& x) {
 
 /// The plan is process-local (a pointer to an immutable graph); remote devices get `plan_text`.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(doppler::actors::plan_ref)
+/// Transfer plans are process-local too (planned transfers run between devices of one process).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(doppler::actors::transfer_plans)
 
 CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::trace_event))
@@ -251,4 +308,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::op_output>))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::run_report))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::op_index>))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::chunk_copied_msg))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::transfer_request))
+  CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::transfer_request>))
+  CAF_ADD_TYPE_ID(doppler_actors, (std::vector<std::uint64_t>))
 CAF_END_TYPE_ID_BLOCK(doppler_actors)

@@ -33,6 +33,10 @@ struct run_plan {
   /// remote_dest[off[op] .. off[op+1]): distinct devices ≠ p.device[op] that consume op's output.
   std::vector<std::uint32_t> remote_off;
   std::vector<device_index> remote_dest;
+  /// Planned transfers: transfer_plan[op] moves op's output to exactly remote_dests(op) (null, or an
+  /// empty vector: one direct copy per destination). Set after finish_plan (engine, from the comm
+  /// planner); process-local, so runs with devices in other processes copy directly.
+  std::vector<std::shared_ptr<const transfer_plan>> transfer_plans;
 
   std::size_t size() const noexcept { return g->size(); }
   device_index device_of(op_index i) const noexcept { return p.device[i]; }
@@ -42,6 +46,10 @@ struct run_plan {
   /// Distinct consumers of op i placed on device d.
   std::uint32_t consumers_on(op_index i, device_index d) const noexcept;
   bool is_exit(op_index i) const noexcept { return g->succs(i).empty(); }
+  /// The plan for op's output, or nullptr (direct copies).
+  const transfer_plan* planned(op_index i) const noexcept {
+    return transfer_plans.empty() ? nullptr : transfer_plans[i].get();
+  }
 };
 
 /// Builds the tables of a plan whose graph, cluster, placement and devices are set (checks the
