@@ -263,9 +263,10 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
           return flush_done(self);
         }
         device_actor me = self;
-        double floor_s = st.opt.kernels->transfer_seconds(*st.plan->g, i, src, st.opt.index);
-        st.copier->post(0, [me, run, i, src, floor_s, in = std::move(t.ptr)] {
+        st.copier->post(0, [me, run, i, src, dst = st.opt.index, kernels = st.opt.kernels,
+                            bytes = (*st.plan->g)[i].bytes, in = std::move(t.ptr)] {
           auto start = now_ns();
+          double floor_s = kernels->copy_seconds(src, dst, bytes);
           auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
           if (floor_s > 0)  // emulated link: the transfer takes at least its modeled time
             std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(start)) +
@@ -299,23 +300,25 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& in = st.receiving[i];
         auto start = now_ns();
         if (!in.copy) {
-          in.copy = std::make_shared<tensor>(from.ptr->shape());
+          in.copy = from.ptr->empty() ? std::make_shared<tensor>() : std::make_shared<tensor>(from.ptr->shape());
           in.start_ns = start;
         }
         auto [first, last] = chunk_range(from.ptr->numel(), tp->legs[leg].chunk, tp->chunks);
-        if (st.opt.kernels->runs_inline() || last == first) {  // nothing worth a copy thread
+        if (st.opt.kernels->runs_inline()) {  // null backend: nothing worth a copy thread
           std::copy(from.ptr->data() + first, from.ptr->data() + last, in.copy->data() + first);
           chunk_copied(self, chunk_copied_msg{run, i, leg, start, now_ns()});
           return flush_done(self);
         }
         device_actor me = self;
         const transfer_leg& l = tp->legs[leg];
-        double floor_s = st.opt.kernels->transfer_seconds(*st.plan->g, i, l.from, l.to) / tp->chunks;
         // Only this device's copy thread writes `copy`, each range once; readers (the next legs) see a
         // range after its chunk_copied message, so no range is read while written.
-        st.copier->post(0, [me, run, i, leg, first, last, floor_s, src = std::move(from.ptr), dst = in.copy] {
+        st.copier->post(0, [me, run, i, leg, first, last, from_dev = l.from, to_dev = l.to, kernels = st.opt.kernels,
+                            chunk_bytes = (*st.plan->g)[i].bytes / tp->chunks, src = std::move(from.ptr),
+                            dst = in.copy] {
           auto t0 = now_ns();
-          std::memcpy(dst->data() + first, src->data() + first, (last - first) * sizeof(float));
+          double floor_s = kernels->copy_seconds(from_dev, to_dev, chunk_bytes);
+          if (last > first) std::memcpy(dst->data() + first, src->data() + first, (last - first) * sizeof(float));
           if (floor_s > 0)
             std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t0)) +
                                           std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -228,8 +228,10 @@ void transfer_done(dispatcher_pointer self, const transfer_done_msg& m) {
   st.report.makespan = std::max(st.report.makespan, b);
   const auto& rt = p.c->route_between(m.src, m.dst);
   if (!p.planned(m.op)) {  // planned transfers were counted hop by hop when they started
-    st.report.bytes_moved += m.bytes;
-    for (link_index l : rt.links) st.report.link_bytes[l] += static_cast<double>(m.bytes);
+    // bytes as the graph sizes the tensor (what the simulator counts; an emulated device copies none)
+    const double bytes = (*p.g)[m.op].bytes;
+    st.report.bytes_moved += static_cast<std::uint64_t>(bytes);
+    for (link_index l : rt.links) st.report.link_bytes[l] += bytes;
   }
   if (p.record_trace)
     st.report.events.push_back(trace_event{trace_event::kind::transfer, m.op,

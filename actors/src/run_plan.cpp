@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 namespace doppler::actors {
@@ -112,11 +113,22 @@ class emulated_backend final : public backend {
     hold(costs_.op_time(g[i], (*c_)[d]));
     return tensor{};
   }
-  double transfer_seconds(const graph& g, op_index i, device_index src, device_index dst) const override {
-    return costs_.transfer_time(*c_, src, dst, g[i].bytes);
+  double copy_seconds(device_index src, device_index dst, double bytes) override {
+    if (src == dst) return 0.0;
+    const route& rt = c_->route_between(src, dst);
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    std::lock_guard lock(links_mutex_);
+    if (link_free_.empty()) link_free_.assign(c_->links().size(), 0.0);
+    double start = now;
+    for (link_index l : rt.links) start = std::max(start, link_free_[l]);
+    const double end = start + costs_.transfer_time(*c_, src, dst, bytes);
+    for (link_index l : rt.links) link_free_[l] = end;
+    return end - now;
   }
 
  private:
+  std::mutex links_mutex_;
+  std::vector<double> link_free_;  // steady-clock seconds each directed link is reserved until
   static void hold(double seconds) {
     if (seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   }

@@ -34,10 +34,12 @@ class backend {
     (void)d;
     return execute(g, i, inputs, seed);
   }
-  /// Seconds a copy of op i's output from device `src` to `dst` must at least take (0: as fast as
-  /// the copy itself; emulated devices return the cost model's transfer time).
-  virtual double transfer_seconds(const graph& g, op_index i, device_index src, device_index dst) const {
-    (void)g, (void)i, (void)src, (void)dst;
+  /// Called by a device's copy thread as a copy of `bytes` from device `src` to `dst` starts: the
+  /// seconds it must at least take (0: as fast as the copy itself). Emulated devices reserve the
+  /// route's links as the simulator does (a copy waits for earlier copies on the same links) and
+  /// return the time until their modeled end.
+  virtual double copy_seconds(device_index src, device_index dst, double bytes) {
+    (void)src, (void)dst, (void)bytes;
     return 0.0;
   }
   /// True when `execute` does no work, so a device may call it on its own actor thread instead of

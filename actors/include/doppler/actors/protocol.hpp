@@ -144,8 +144,10 @@ struct run_report {
   std::uint32_t failed_device = 0;
   double makespan = 0;                  ///< seconds, first dispatch → last completion
   std::vector<double> busy;             ///< per device: seconds with ≥ 1 op running
-  std::vector<double> link_bytes;       ///< per directed link of the cluster: bytes copied across it
-  std::uint64_t bytes_moved = 0;        ///< bytes copied between devices
+  /// Bytes as the graph sizes each tensor (op::bytes; what the simulator counts): per directed link
+  /// of the cluster, and in all (a planned transfer: every leg's chunk).
+  std::vector<double> link_bytes;
+  std::uint64_t bytes_moved = 0;
   std::uint64_t transfers = 0;          ///< tensor copies between devices
   std::vector<trace_event> events;      ///< when the run records a trace
   std::vector<op_output> outputs;
