@@ -132,6 +132,32 @@ TEST_CASE("cli: place, simulate --json, simulate --runs, trace") {
   CHECK(r.out.find("utilization") != std::string::npos);
 }
 
+TEST_CASE("cli: simulate --transfers planned moves shared tensors by plan on dgx1-v100") {
+  temp_dir d;
+  REQUIRE(run(d, "workload llama-layer --dim 1024 --heads 8 --ffn 2752 --seq 512 --shards 8 -o g.json -q").rc == 0);
+  REQUIRE(run(d, "place --graph g.json --cluster dgx1-v100 --method heft -o p.json").rc == 0);
+  auto direct = run(d, "simulate --graph g.json --cluster dgx1-v100 --placement p.json --json");
+  auto planned = run(d, "simulate --graph g.json --cluster dgx1-v100 --placement p.json --transfers planned --json");
+  REQUIRE_MESSAGE(direct.rc == 0, direct.err);
+  REQUIRE_MESSAGE(planned.rc == 0, planned.err);
+  auto jd = nlohmann::json::parse(direct.out), jp = nlohmann::json::parse(planned.out);
+  CHECK(jd["transfers"] == "direct");
+  CHECK(jp["transfers"] == "planned");
+  double bd = 0, bp = 0;
+  for (auto& l : jd["links"]) bd += l["bytes"].get<double>();
+  for (auto& l : jp["links"]) bp += l["bytes"].get<double>();
+  CHECK(bp < bd);  // multicast: shared first hops carry a tensor once
+  CHECK(jp["makespan_s"].get<double>() < jd["makespan_s"].get<double>());
+  auto bad = run(d, "simulate --graph g.json --cluster dgx1-v100 --transfers sometimes");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("--transfers") != std::string::npos);
+  bad = run(d, "simulate --graph g.json --cluster dgx1-v100 --transfers planned --model simple");
+  CHECK(bad.rc == 2);
+  bad = run(d, "simulate --graph g.json --cluster dgx1-v100 --transfers planned --plan-method nope");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err.find("--plan-method") != std::string::npos);
+}
+
 TEST_CASE("cli: compare --json, csv and svg") {
   temp_dir d;
   auto r = run(d, "compare --graph '" + paper_dir + "/chain_mm_112nodes.txt' --cluster doppler-paper:4 --model simple "
