@@ -14,6 +14,8 @@ struct method_result {
 };
 
 method_result plan_ring(const network& net, const demand& d);
+/// NCCL's multi-channel allgather: link-disjoint rings, a source's chunks spread over them.
+method_result plan_rings(const network& net, const demand& d);
 method_result plan_direct(const network& net, const demand& d);
 method_result plan_tree(const network& net, const demand& d);
 method_result plan_greedy(const network& net, const demand& d, const plan_options& opt);

@@ -13,7 +13,7 @@
 namespace doppler::comm {
 
 std::vector<std::string> method_names() {
-  return {"milp", "lp", "astar", "greedy", "ring", "direct", "tree", "auto"};
+  return {"milp", "lp", "astar", "greedy", "ring", "rings", "direct", "tree", "auto"};
 }
 
 bool have_solvers() noexcept {
@@ -30,6 +30,7 @@ detail::method_result run_method(const std::string& m, const network& net, const
                                  const plan_options& opt, const lower_bound& lb) {
   using namespace detail;
   if (m == "ring") return plan_ring(net, d);
+  if (m == "rings") return plan_rings(net, d);
   if (m == "direct") return plan_direct(net, d);
   if (m == "tree") return plan_tree(net, d);
   if (m == "greedy") return plan_greedy(net, d, opt);

@@ -114,7 +114,7 @@ TEST_CASE("every method gives a valid schedule on every preset") {
       for (const std::string& m : method_names()) {
         const bool solver = m == "milp" || m == "lp" || m == "astar" || m == "auto";
         if (!have_solvers() && solver && m != "auto") continue;
-        if (m == "ring" && kind != collective::allgather) continue;
+        if ((m == "ring" || m == "rings") && kind != collective::allgather) continue;
         // Solver runs stay small here (time-limited); the benchmarks cover the large ones.
         const bool small = c.device_count() <= 8 && kind != collective::alltoall;
         if (solver && m != "lp" && !small) continue;
@@ -129,6 +129,27 @@ TEST_CASE("every method gives a valid schedule on every preset") {
       }
     }
   }
+}
+
+TEST_CASE("rings: NCCL's channels over link-disjoint rings beat one ring when chunks can spread") {
+  cluster c = ring(4);  // duplex: the ring and its reverse are link-disjoint
+  demand d = make_collective(c, collective::allgather, mb, 2);
+  plan_result one = plan(c, d, plan_options{}.with_method("ring"));
+  plan_result two = plan(c, d, plan_options{}.with_method("rings"));
+  CHECK(two.sched.note == "2 rings");
+  // one ring: each of its links carries 3 hops × 2 chunks of every source's data; two rings halve it
+  CHECK(one.report.epochs_used == 6);
+  CHECK(two.report.epochs_used == 3);
+  CHECK(two.report.epochs_used == two.bound.epochs);
+  // one chunk per GPU: only the first ring carries data (a chunk is the unit), as fast as one ring
+  demand d1 = make_collective(c, collective::allgather, mb, 1);
+  CHECK(plan(c, d1, plan_options{}.with_method("rings")).report.epochs_used ==
+        plan(c, d1, plan_options{}.with_method("ring")).report.epochs_used);
+  // a one-way ring has no reverse: one ring
+  cluster oneway = ring(4, false);
+  CHECK(plan(oneway, d, plan_options{}.with_method("rings")).sched.note == "1 ring");
+  expect_error([&] { plan(c, make_collective(c, collective::broadcast, mb, 1), plan_options{}.with_method("rings")); },
+               errc::bad_argument, "rings method plans allgather demands only");
 }
 
 TEST_CASE("infeasible demands get a clear error, not a hang") {
