@@ -182,7 +182,9 @@ TEST_CASE("milp honours its time limit and still returns a valid schedule") {
   plan_options o;
   o.with_method("milp").with_time_limit(2);
   plan_result r = plan(c, d, o);
-  CHECK(r.sched.solve_seconds < 2 + 6);  // model building and the final replay come on top
+  // model building and the final replay come on top; generous for a loaded 2-core machine (without
+  // the limit the solve runs for minutes)
+  CHECK(r.sched.solve_seconds < 2 + 20);
   CHECK(r.sched.epochs >= r.bound.epochs);
   CHECK(r.sched.epochs <= 20);  // never worse than the greedy plan it starts from
   o.with_first_feasible().with_max_epochs(19);
