@@ -185,6 +185,27 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
     link_tail[first] = idx;
   };
 
+  // Host-core sharing (in.host_cores > 0): the k ops running on all devices together each progress at
+  // min(1, cores / k) of their full speed. `left` is an op's remaining full-speed seconds; whenever
+  // the running set changes, every running op's finish is pushed again and `due` keeps the one that
+  // counts (a popped finish whose time is not its op's `due` is stale and skipped).
+  const double cores = in.host_cores;
+  const bool sharing = cores > 0;
+  std::vector<op_index> run_set;
+  std::vector<double> left;
+  std::vector<std::uint64_t> due;
+  double shared_since = 0, share = 1;
+  bool share_changed = false;
+  if (sharing) {
+    left.resize(n);
+    due.resize(n);
+    run_set.reserve(devices * streams);
+  }
+  auto advance_shared = [&](double t) {
+    for (op_index v : run_set) left[v] = std::max(0.0, left[v] - (t - shared_since) * share);
+    shared_since = t;
+  };
+
   std::size_t done = 0;
   double now = 0;
   for (;;) {
@@ -195,10 +216,36 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
         op_index v = ready.pop(d);
         if (running[d]++ == 0) busy_since[d] = now;
         if (tracing) op_start[v] = now;
-        push_event(now + ops[v].time, v);
+        if (sharing) {
+          advance_shared(now);
+          run_set.push_back(v);
+          left[v] = ops[v].time;
+          due[v] = UINT64_MAX;
+          share_changed = true;
+        } else {
+          push_event(now + ops[v].time, v);
+        }
       }
     }
     dirty.clear();
+    if (sharing && share_changed) {
+      share_changed = false;
+      const auto k = static_cast<double>(run_set.size());
+      share = k > cores ? cores / k : 1.0;
+      for (op_index v : run_set) {
+        const double t = now + left[v] / share;
+        const auto bits = std::bit_cast<std::uint64_t>(t + 0.0);
+        if (bits == due[v]) continue;  // its pending finish still holds
+        due[v] = bits;
+        push_event(t, v);
+      }
+    }
+    if (sharing)  // superseded finishes must not move the clock (nor the makespan)
+      while (!heap.empty()) {
+        const auto payload = static_cast<std::uint32_t>(heap.top().key & payload_mask);
+        if ((payload & arrival_bit) || due[payload] == heap.top().t) break;
+        heap.pop();
+      }
     if (heap.empty()) break;
 
     const std::uint64_t now_bits = heap.top().t;
@@ -220,6 +267,14 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
         continue;
       }
       const op_index u = payload;
+      if (sharing) {
+        if (due[u] != now_bits) continue;  // superseded when the running set changed
+        due[u] = UINT64_MAX;
+        advance_shared(now);
+        *std::find(run_set.begin(), run_set.end(), u) = run_set.back();
+        run_set.pop_back();
+        share_changed = true;
+      }
       const device_index d = ops[u].dev;
       if (--running[d] == 0) r.busy[d] += now - busy_since[d];
       if (!is_dirty[d]) {

@@ -1,0 +1,179 @@
+// The cost model's optional memory term, per-op overhead and host-core sharing (docs/simulator.md):
+// the `doppler-costs/1` fields round-trip, old files keep the FLOP-only model, bad values name their
+// field, and the `wc` simulator charges what the fields say.
+#include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/sim.hpp>
+
+#include <doctest/doctest.h>
+
+#include <limits>
+#include <string>
+
+using namespace doppler;
+
+namespace {
+
+void expect_bad(const std::string& t, errc code, const std::string& path) {
+  CAPTURE(t);
+  try {
+    cost_model::parse(t, "c.json");
+    FAIL("accepted");
+  } catch (const error& e) {
+    CHECK_MESSAGE(e.code() == code, e.what());
+    CHECK_MESSAGE(e.path() == path, e.what());
+    CHECK_MESSAGE(std::string(e.what()).find("c.json") != std::string::npos, e.what());
+  }
+}
+
+/// `n` cpu devices of `flops` FLOP/s on a fast duplex mesh (transfers ~free).
+cluster mesh(int n, double flops) {
+  std::vector<device> ds;
+  for (int i = 0; i < n; ++i) ds.push_back({"d" + std::to_string(i), device_kind::cpu, flops, 1e12, "h"});
+  std::vector<link_spec> ls;
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) ls.push_back({"d" + std::to_string(i), "d" + std::to_string(j), 1e15, 0, true});
+  return cluster("mesh", std::move(ds), {}, std::move(ls));
+}
+
+/// Independent synthetic ops of the given FLOPs, op i on device i.
+graph independent(const std::vector<double>& flops) {
+  graph_builder b("indep");
+  for (std::size_t i = 0; i < flops.size(); ++i)
+    b.add(op_spec{"s" + std::to_string(i), op_kind::synthetic, {}, {}, {}, flops[i], 8.0, ""});
+  return std::move(b).build();
+}
+
+placement one_per_device(std::size_t n) {
+  placement p;
+  for (std::size_t i = 0; i < n; ++i) p.device.push_back(static_cast<device_index>(i));
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("cost model: bandwidth, overhead and host_cores round-trip; old files keep the FLOP-only model") {
+  cost_model cm;
+  CHECK(cm.overhead() == 0);
+  CHECK(cm.host_cores() == 0);
+  for (op_kind k : all_op_kinds()) CHECK(cm.bandwidth(k) == 0);
+
+  cm.set_bandwidth(op_kind::slice, 2.5e10).set_bandwidth(op_kind::softmax, 3e9).set_overhead(4e-6).set_host_cores(1.5);
+  cost_model back = cost_model::parse(cm.to_json_text());
+  for (op_kind k : all_op_kinds()) {
+    CHECK(back.bandwidth(k) == cm.bandwidth(k));
+    CHECK(back.efficiency(k) == cm.efficiency(k));
+  }
+  CHECK(back.overhead() == 4e-6);
+  CHECK(back.host_cores() == 1.5);
+  // The default table writes and reads back as the default table (no memory term anywhere).
+  cost_model def = cost_model::parse(cost_model{}.to_json_text());
+  for (op_kind k : all_op_kinds()) CHECK(def.bandwidth(k) == 0);
+  CHECK(def.overhead() == 0);
+  CHECK(def.host_cores() == 0);
+
+  // A file from before these fields: efficiencies only; every op costs what it did.
+  cost_model old = cost_model::parse(R"({"format": "doppler-costs/1", "efficiency": {"slice": 1.0, "add": 0.5}})");
+  CHECK(old.overhead() == 0);
+  CHECK(old.host_cores() == 0);
+  device d{"c", device_kind::cpu, 1e10, 1e9, "h"};
+  op o;
+  o.kind = op_kind::slice;
+  o.flops = 0;
+  o.bytes = 1e6;
+  CHECK(old.op_time(o, d) == 0.0);
+  o.kind = op_kind::add;
+  o.flops = 1e6;
+  CHECK(old.op_time(o, d) == doctest::Approx(1e6 / (1e10 * 0.5)));
+}
+
+TEST_CASE("cost model: op time is overhead + max(FLOP term, bytes / bandwidth)") {
+  device d{"c", device_kind::cpu, 1e10, 1e9, "h"};
+  cost_model cm;
+  cm.set_bandwidth(op_kind::slice, 1e9).set_bandwidth(op_kind::add, 1e9);
+  op o;
+  o.kind = op_kind::slice;  // 0 FLOPs: the memory term alone
+  o.flops = 0;
+  o.bytes = 2e6;
+  CHECK(cm.op_time(o, d) == doctest::Approx(2e-3));
+  o.kind = op_kind::add;  // memory term larger: 1e5 / (1e10 × 0.1) = 1e-4 < 2e-3
+  o.flops = 1e5;
+  CHECK(cm.op_time(o, d) == doctest::Approx(2e-3));
+  o.flops = 1e8;  // FLOP term larger: 1e8 / 1e9 = 0.1 s
+  CHECK(cm.op_time(o, d) == doctest::Approx(0.1));
+  o.kind = op_kind::transpose;  // no bandwidth set: still free
+  o.flops = 0;
+  CHECK(cm.op_time(o, d) == 0.0);
+  cm.set_overhead(1e-3);
+  CHECK(cm.op_time(o, d) == doctest::Approx(1e-3));
+  o.kind = op_kind::slice;
+  CHECK(cm.op_time(o, d) == doctest::Approx(3e-3));
+  cm.set_bandwidth(op_kind::slice, 0);  // 0 removes the term
+  CHECK(cm.op_time(o, d) == doctest::Approx(1e-3));
+
+  CHECK_THROWS_AS(cm.set_bandwidth(op_kind::add, -1), error);
+  CHECK_THROWS_AS(cm.set_overhead(-1e-6), error);
+  CHECK_THROWS_AS(cm.set_host_cores(std::numeric_limits<double>::infinity()), error);
+}
+
+TEST_CASE("cost model: bad optional fields name the error class and the JSON path") {
+  const std::string head = R"({"format": "doppler-costs/1", "efficiency": {}, )";
+  expect_bad(head + R"("bandwidth": [1]})", errc::bad_type, "bandwidth");
+  expect_bad(head + R"("bandwidth": {"conv": 1e9}})", errc::unknown_kind, "bandwidth.conv");
+  expect_bad(head + R"("bandwidth": {"slice": "fast"}})", errc::bad_type, "bandwidth.slice");
+  expect_bad(head + R"("bandwidth": {"slice": -1e9}})", errc::bad_value, "bandwidth.slice");
+  expect_bad(head + R"("overhead": "5us"})", errc::bad_type, "overhead");
+  expect_bad(head + R"("overhead": -1e-6})", errc::bad_value, "overhead");
+  expect_bad(head + R"("host_cores": -2})", errc::bad_value, "host_cores");
+  expect_bad(head + R"("host_cores": null})", errc::bad_type, "host_cores");
+}
+
+TEST_CASE("simulator: a slice costs its bytes over the slice bandwidth, plus the overhead") {
+  graph_builder b("slice");
+  b.input("x", {256, 256});        // 262144 bytes
+  b.slice("y", "x", 1, 0, 128);   // 131072 bytes
+  b.slice("z", "y", 0, 0, 64);    // 32768 bytes
+  graph g = std::move(b).build();
+  cluster c = mesh(1, 1e10);
+  placement p = one_per_device(1);
+  p.device = {0, 0, 0};
+  CHECK(simulate(g, c, p, cost_model{}).makespan == 0.0);  // the default model: slices are free
+  cost_model cm;
+  cm.set_bandwidth(op_kind::slice, 1e9);
+  CHECK(simulate(g, c, p, cm).makespan == doctest::Approx((131072.0 + 32768.0) / 1e9));
+  cm.set_overhead(1e-5);
+  CHECK(simulate(g, c, p, cm).makespan == doctest::Approx((131072.0 + 32768.0) / 1e9 + 3e-5));
+  CHECK(makespan_lower_bound(g, c, cm) <= simulate(g, c, p, cm).makespan * (1 + 1e-12));
+}
+
+TEST_CASE("simulator: host_cores shares the cores among the ops running on all devices") {
+  cluster c4 = mesh(4, 1e9);
+  graph g4 = independent({1e9, 1e9, 1e9, 1e9});  // 1 s each
+  placement p4 = one_per_device(4);
+  cost_model cm;
+  CHECK(simulate(g4, c4, p4, cm).makespan == doctest::Approx(1.0));
+  cm.set_host_cores(4);
+  CHECK(simulate(g4, c4, p4, cm).makespan == doctest::Approx(1.0));
+  cm.set_host_cores(2);  // four 1-s ops on two cores
+  CHECK(simulate(g4, c4, p4, cm).makespan == doctest::Approx(2.0));
+  CHECK(makespan_lower_bound(g4, c4, cm) == doctest::Approx(2.0));
+  // The simple model knows nothing of host cores.
+  CHECK(simulate(g4, c4, p4, cm, sim_options{}.with_model(sim_model::simple)).makespan == doctest::Approx(1.0));
+
+  // 1, 2, 3 s ops on 3 devices, 2 cores: all at 2/3 speed until the first ends at 1.5 s; the other
+  // two (1 and 2 s left) then run at full speed and end at 2.5 s and 3.5 s.
+  cluster c3 = mesh(3, 1e9);
+  graph g3 = independent({1e9, 2e9, 3e9});
+  auto r = simulate(g3, c3, one_per_device(3), cm, sim_options{}.with_trace());
+  CHECK(r.makespan == doctest::Approx(3.5));
+  std::vector<double> end(3);
+  for (const auto& e : r.events)
+    if (e.what == trace_event::kind::op) end[e.id] = e.end;
+  CHECK(end[0] == doctest::Approx(1.5));
+  CHECK(end[1] == doctest::Approx(2.5));
+  CHECK(end[2] == doctest::Approx(3.5));
+  for (device_index d = 0; d < 3; ++d) CHECK(r.busy[d] == doctest::Approx(end[d]));
+  // The same ops in bsp (one level) end at the same times.
+  CHECK(simulate(g3, c3, one_per_device(3), cm, sim_options{}.with_mode(exec_mode::bsp)).makespan ==
+        doctest::Approx(3.5));
+}
