@@ -12,20 +12,20 @@
 # placement alike), 5. simulates each placement with several cost tables and prints Spearman's ρ,
 # Pearson's r and the mean measured / simulated ratio for each; "measured" is the mean over all runs
 # or the minimum. Environment (defaults in brackets): DOPPLER [build/cli/doppler], DEVICES [4],
-# DIM [1024], HEADS [16], SEQ [512], SHARDS [4], REPEAT [2], ROUNDS [5], SEEDS [8], SKEW ["0.2 0.4 0.6 0.8"], MODE [wc],
+# DIM [1024], HEADS [16], SEQ [512], SHARDS [4], REPEAT [3], ROUNDS [10], CAL_ROUNDS [5], SEEDS [8], SKEW ["0.2 0.4 0.6 0.8"], MODE [wc],
 # BACKEND [cpu].
 set -euo pipefail
 D=${DOPPLER:-build/cli/doppler}
 OUT=${1:-/tmp/doppler-sim-vs-measured}
 N=${DEVICES:-4} DIM=${DIM:-1024} HEADS=${HEADS:-16} SEQ=${SEQ:-512} SHARDS=${SHARDS:-4}
-REPEAT=${REPEAT:-2} ROUNDS=${ROUNDS:-5} SEEDS=${SEEDS:-8} MODE=${MODE:-wc} BACKEND=${BACKEND:-cpu}
+REPEAT=${REPEAT:-3} ROUNDS=${ROUNDS:-10} SEEDS=${SEEDS:-8} MODE=${MODE:-wc} BACKEND=${BACKEND:-cpu}
 mkdir -p "$OUT/placements"
 G=$OUT/lb.json
 
 echo "== $(date -u '+%F %T UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$D" workload llama-block --dim "$DIM" --heads "$HEADS" --seq "$SEQ" --shards "$SHARDS" -q -o "$G"
-"$D" calibrate --cluster "cpu:$N" --graph "$G" -o "$OUT/cost.json" | tee "$OUT/calibrate.txt"
-"$D" calibrate --cluster "cpu:$N" --graph "$G" --flops-only -o "$OUT/cost-flops.json" > "$OUT/calibrate-flops.txt"
+"$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" -o "$OUT/cost.json" | tee "$OUT/calibrate.txt"
+"$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost-flops.json" > "$OUT/calibrate-flops.txt"
 spec() { sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$1"; }
 SPEC=$(spec "$OUT/calibrate.txt") SPEC_FLOPS=$(spec "$OUT/calibrate-flops.txt")
 # Ablations of the full table: which term buys what.

@@ -31,6 +31,7 @@ struct later {
   }
 };
 constexpr std::uint32_t arrival_bit = 1u << 31;
+constexpr std::uint32_t copy_bit = 1u << 30;  // host-core sharing: a transfer's copy starts
 constexpr std::uint32_t payload_mask = 0xffffffffu;
 
 /// One tensor moving to one device (it serves every consumer of `op` placed there). Transfers that
@@ -158,6 +159,31 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
       if (ops[v].remaining == 0) make_ready(v);
   }
 
+  // Host-core sharing (in.host_cores > 0): the k ops running and the c copies in progress on all
+  // devices together; each op progresses at min(1, cores / (k + c)) of its full speed (a copy takes
+  // a core for its bytes / bandwidth part, and keeps its own duration). `left` is an op's remaining full-speed seconds; whenever
+  // the running set changes, every running op's finish is pushed again and `due` keeps the one that
+  // counts (a popped finish whose time is not its op's `due` is stale and skipped).
+  const double cores = in.host_cores;
+  const bool sharing = cores > 0;
+  std::vector<op_index> run_set;
+  std::vector<double> left;
+  std::vector<std::uint64_t> due;
+  double shared_since = 0, share = 1;
+  std::uint32_t copies = 0;
+  bool share_changed = false;
+  if (sharing) {
+    if (n >= copy_bit || g.edge_count() >= copy_bit)
+      throw error(errc::bad_argument, "graph too large for host-core sharing (2^30 ops or edges)");
+    left.resize(n);
+    due.resize(n);
+    run_set.reserve(devices * streams);
+  }
+  auto advance_shared = [&](double t) {
+    for (op_index v : run_set) left[v] = std::max(0.0, left[v] - (t - shared_since) * share);
+    shared_since = t;
+  };
+
   // A transfer reserves every link of its route from the moment all of them are free, for latency +
   // bytes / bottleneck. Reservations only move a link's free time forward, so the transfers queued on
   // one link end in the order they were sent: the heap holds the head of each link's list only (its
@@ -168,6 +194,7 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
     double start = t;
     for (link_index l : rt.links) start = std::max(start, link_free[l]);
     double end = start + rt.time(in.bytes[u]) * in.factor();
+    if (sharing) push_event(std::max(start, end - in.bytes[u] / rt.bandwidth), copy_bit);
     for (link_index l : rt.links) {
       link_free[l] = end;
       r.link_bytes[l] += in.bytes[u];
@@ -183,27 +210,6 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
       transfers[link_tail[first]].next = idx;
     }
     link_tail[first] = idx;
-  };
-
-  // Host-core sharing (in.host_cores > 0): the k ops running on all devices together each progress at
-  // min(1, cores / k) of their full speed. `left` is an op's remaining full-speed seconds; whenever
-  // the running set changes, every running op's finish is pushed again and `due` keeps the one that
-  // counts (a popped finish whose time is not its op's `due` is stale and skipped).
-  const double cores = in.host_cores;
-  const bool sharing = cores > 0;
-  std::vector<op_index> run_set;
-  std::vector<double> left;
-  std::vector<std::uint64_t> due;
-  double shared_since = 0, share = 1;
-  bool share_changed = false;
-  if (sharing) {
-    left.resize(n);
-    due.resize(n);
-    run_set.reserve(devices * streams);
-  }
-  auto advance_shared = [&](double t) {
-    for (op_index v : run_set) left[v] = std::max(0.0, left[v] - (t - shared_since) * share);
-    shared_since = t;
   };
 
   std::size_t done = 0;
@@ -230,7 +236,7 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
     dirty.clear();
     if (sharing && share_changed) {
       share_changed = false;
-      const auto k = static_cast<double>(run_set.size());
+      const auto k = static_cast<double>(run_set.size() + copies);
       share = k > cores ? cores / k : 1.0;
       for (op_index v : run_set) {
         const double t = now + left[v] / share;
@@ -243,7 +249,7 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
     if (sharing)  // superseded finishes must not move the clock (nor the makespan)
       while (!heap.empty()) {
         const auto payload = static_cast<std::uint32_t>(heap.top().key & payload_mask);
-        if ((payload & arrival_bit) || due[payload] == heap.top().t) break;
+        if ((payload & (arrival_bit | copy_bit)) || due[payload] == heap.top().t) break;
         heap.pop();
       }
     if (heap.empty()) break;
@@ -254,7 +260,18 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
       const auto payload = static_cast<std::uint32_t>(heap.top().key & payload_mask);
       heap.pop();
       ++r.event_count;
+      if (payload == copy_bit) {
+        advance_shared(now);
+        ++copies;
+        share_changed = true;
+        continue;
+      }
       if (payload & arrival_bit) {
+        if (sharing) {
+          advance_shared(now);
+          --copies;
+          share_changed = true;
+        }
         const transfer tr = transfers[payload & ~arrival_bit];
         link_head[tr.first] = tr.next;
         if (tr.next == none)

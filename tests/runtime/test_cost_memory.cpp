@@ -26,13 +26,13 @@ void expect_bad(const std::string& t, errc code, const std::string& path) {
   }
 }
 
-/// `n` cpu devices of `flops` FLOP/s on a fast duplex mesh (transfers ~free).
-cluster mesh(int n, double flops) {
+/// `n` cpu devices of `flops` FLOP/s on a duplex mesh of `bw` B/s, zero-latency links.
+cluster mesh(int n, double flops, double bw = 1e15) {
   std::vector<device> ds;
   for (int i = 0; i < n; ++i) ds.push_back({"d" + std::to_string(i), device_kind::cpu, flops, 1e12, "h"});
   std::vector<link_spec> ls;
   for (int i = 0; i < n; ++i)
-    for (int j = i + 1; j < n; ++j) ls.push_back({"d" + std::to_string(i), "d" + std::to_string(j), 1e15, 0, true});
+    for (int j = i + 1; j < n; ++j) ls.push_back({"d" + std::to_string(i), "d" + std::to_string(j), bw, 0, true});
   return cluster("mesh", std::move(ds), {}, std::move(ls));
 }
 
@@ -176,4 +176,24 @@ TEST_CASE("simulator: host_cores shares the cores among the ops running on all d
   // The same ops in bsp (one level) end at the same times.
   CHECK(simulate(g3, c3, one_per_device(3), cm, sim_options{}.with_mode(exec_mode::bsp)).makespan ==
         doctest::Approx(3.5));
+}
+
+TEST_CASE("simulator: with host_cores, a copy in progress takes a core from the running ops") {
+  // x (0 s) on d0 sends 1e9 bytes to y (1 s) on d1 over a 1e9 B/s link: the copy runs [0, 1]. z (2 s)
+  // on d2 shares the one core with the copy, then with y: 0.5 s done by t = 1, y and z at half speed
+  // until y ends at 3, z alone for its last 0.5 s: 3.5 s. (Without the copy's share: 3 s.)
+  graph_builder b("copy");
+  b.add(op_spec{"x", op_kind::synthetic, {}, {}, {}, 0.0, 1e9, ""});
+  b.add(op_spec{"y", op_kind::synthetic, {"x"}, {}, {}, 1e9, 8.0, ""});
+  b.add(op_spec{"z", op_kind::synthetic, {}, {}, {}, 2e9, 8.0, ""});
+  graph g = std::move(b).build();
+  cluster c = mesh(3, 1e9, 1e9);
+  placement p = one_per_device(3);
+  CHECK(simulate(g, c, p, cost_model{}).makespan == doctest::Approx(2.0));  // no sharing: y ends at 2
+  cost_model cm;
+  cm.set_host_cores(1);
+  CHECK(simulate(g, c, p, cm).makespan == doctest::Approx(3.5));
+  CHECK(simulate(g, c, p, cm, sim_options{}.with_mode(exec_mode::bsp)).makespan >= 3.5 - 1e-9);
+  cm.set_host_cores(3);  // enough cores for two ops and the copy: the old times
+  CHECK(simulate(g, c, p, cm).makespan == doctest::Approx(2.0));
 }
