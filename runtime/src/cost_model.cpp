@@ -15,8 +15,9 @@ constexpr std::string_view format_tag = "doppler-costs/1";
 
 /// Default fraction of a device's sustained FLOP/s each kind reaches. Matmuls are compute bound;
 /// elementwise and normalization kernels are memory bound and reach a small fraction; ops with no
-/// FLOPs (input, transpose, concat, slice) take no time whatever their efficiency; synthetic ops are
-/// exact by definition (docs/simulator.md keeps this table in step).
+/// FLOPs (input, transpose, concat, slice) take no time whatever their efficiency unless the table
+/// gives their kind a bandwidth (none by default); synthetic ops are exact by definition
+/// (docs/simulator.md keeps this table in step).
 constexpr double default_efficiency(op_kind k) noexcept {
   switch (k) {
     case op_kind::matmul: return 0.7;
