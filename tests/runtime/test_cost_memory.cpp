@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <random>
 #include <string>
 
 using namespace doppler;
@@ -196,4 +197,45 @@ TEST_CASE("simulator: with host_cores, a copy in progress takes a core from the 
   CHECK(simulate(g, c, p, cm, sim_options{}.with_mode(exec_mode::bsp)).makespan >= 3.5 - 1e-9);
   cm.set_host_cores(3);  // enough cores for two ops and the copy: the old times
   CHECK(simulate(g, c, p, cm).makespan == doctest::Approx(2.0));
+}
+
+TEST_CASE("simulator: memory term, overhead and host_cores keep the invariants on random DAGs") {
+  std::mt19937_64 rng(42);
+  // Three devices of different speeds on a 1e9 B/s mesh with latency: transfers matter.
+  std::vector<device> ds{{"a", device_kind::cpu, 1e9, 1e12, "h"}, {"b", device_kind::cpu, 2e9, 1e12, "h"},
+                         {"c", device_kind::cpu, 5e8, 1e12, "h"}};
+  std::vector<link_spec> ls{{"a", "b", 1e9, 1e-4, true}, {"a", "c", 1e9, 1e-4, true}, {"b", "c", 1e9, 1e-4, true}};
+  cluster c("tri", std::move(ds), {}, std::move(ls));
+  for (int trial = 0; trial < 40; ++trial) {
+    CAPTURE(trial);
+    graph_builder b("dag");
+    const int n = 30;
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::string> in;
+      for (int j = 0; j < i; ++j)
+        if (std::uniform_int_distribution<int>(0, 9)(rng) == 0) in.push_back("o" + std::to_string(j));
+      double flops = std::uniform_real_distribution<double>(0, 2e8)(rng);
+      double bytes = std::uniform_real_distribution<double>(1, 5e7)(rng);
+      b.add(op_spec{"o" + std::to_string(i), op_kind::synthetic, in, {}, {}, flops, bytes, ""});
+    }
+    graph g = std::move(b).build();
+    placement p;
+    for (int i = 0; i < n; ++i) p.device.push_back(std::uniform_int_distribution<device_index>(0, 2)(rng));
+    cost_model cm;
+    cm.set_bandwidth(op_kind::synthetic, 1e9).set_overhead(1e-3);
+    const sim_result free_cores = simulate(g, c, p, cm);
+    for (double cores : {0.5, 1.0, 1.5, 2.0, 1e6}) {
+      CAPTURE(cores);
+      cm.set_host_cores(cores);
+      for (exec_mode m : {exec_mode::wc, exec_mode::bsp}) {
+        sim_result r = simulate(g, c, p, cm, sim_options{}.with_mode(m).with_trace());
+        CHECK(r.makespan >= makespan_lower_bound(g, c, cm) * (1 - 1e-9));
+        std::size_t ops = 0;
+        for (const auto& e : r.events) ops += e.what == trace_event::kind::op;
+        CHECK(ops == g.size());
+        for (double busy : r.busy) CHECK(busy <= r.makespan * (1 + 1e-12));
+        if (cores >= 1e6 && m == exec_mode::wc) CHECK(r.makespan == doctest::Approx(free_cores.makespan));
+      }
+    }
+  }
 }
