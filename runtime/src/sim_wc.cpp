@@ -161,9 +161,10 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
 
   // Host-core sharing (in.host_cores > 0): the k ops running and the c copies in progress on all
   // devices together; each op progresses at min(1, cores / (k + c)) of its full speed (a copy takes
-  // a core for its bytes / bandwidth part, and keeps its own duration). `left` is an op's remaining full-speed seconds; whenever
-  // the running set changes, every running op's finish is pushed again and `due` keeps the one that
-  // counts (a popped finish whose time is not its op's `due` is stale and skipped).
+  // a core for its bytes / bandwidth part and keeps its own duration). `left` is an op's remaining
+  // full-speed seconds; whenever the running set changes, every running op's finish is pushed again
+  // and `due` keeps the one that counts (a popped finish whose time is not its op's `due` is stale
+  // and skipped). Without sharing none of this runs and the loop is the plain one.
   const double cores = in.host_cores;
   const bool sharing = cores > 0;
   std::vector<op_index> run_set;
@@ -260,7 +261,7 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
       const auto payload = static_cast<std::uint32_t>(heap.top().key & payload_mask);
       heap.pop();
       ++r.event_count;
-      if (payload == copy_bit) {
+      if (sharing && payload == copy_bit) {
         advance_shared(now);
         ++copies;
         share_changed = true;
