@@ -1,6 +1,7 @@
-// `doppler calibrate`: measure this host's kernel throughput per op kind and the actor runtime's
-// transfer latency and copy bandwidth, and write the cost table (doppler-costs/1) plus the matching
-// `cpu:N:flops=…:bw=…:lat=…` cluster spec the simulator should use for this host.
+// `doppler calibrate`: measure this host's kernel throughput per op kind (FLOP/s for compute-bound
+// kinds, output bytes/s for memory-bound ones), the actor runtime's per-op dispatch overhead,
+// transfer latency and copy bandwidth, and how many cores the devices really get, and write the cost
+// table (doppler-costs/1) plus the matching `cpu:N:flops=…:bw=…:lat=…` cluster spec for this host.
 
 #include "commands.hpp"
 
@@ -9,6 +10,7 @@
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/cpu_backend.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/io.hpp>
 #include <doppler/runtime/workloads.hpp>
 
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -25,7 +28,9 @@ namespace {
 
 struct calibrate_flags {
   std::string cluster_spec = "cpu:4", out = "cost.json", cluster_out;
+  std::vector<std::string> graphs;  // time kernels on these; default: the default workloads
   int rounds = 3;
+  bool flops_only = false;  // the table of before the memory term (efficiencies only)
 };
 
 double median(std::vector<double> xs) {
@@ -33,23 +38,110 @@ double median(std::vector<double> xs) {
   return xs.empty() ? 0.0 : xs[xs.size() / 2];
 }
 
-/// Per-kind FLOP/s of the CPU kernels on the default workloads (one thread, reference runs).
-std::array<double, op_kind_count> kernel_rates(int rounds) {
-  std::array<double, op_kind_count> flops{}, seconds{};
-  for (const char* name : {"llama-block", "llama-layer", "ffnn", "moe-layer", "chainmm"}) {
-    graph g = make_workload(name, workload_params{});
+/// Per-op kernel samples of one kind: FLOPs, output bytes and seconds of each timed op.
+struct kind_samples {
+  std::vector<double> flops, bytes, seconds;
+  double sum(const std::vector<double>& xs) const {
+    double s = 0;
+    for (double x : xs) s += x;
+    return s;
+  }
+};
+
+/// Times every op of the graphs (one thread, reference runs after a warm-up), per kind; an op's time
+/// is its fastest of `rounds` runs (on a shared host other users' load only ever adds time).
+std::array<kind_samples, op_kind_count> kernel_samples(const std::vector<graph>& graphs, int rounds) {
+  std::array<kind_samples, op_kind_count> out;
+  for (const graph& g : graphs) {
     execute_reference(g, reference_options{}.exits_only());  // warm-up
+    std::vector<double> best(g.size(), INFINITY);
     for (int r = 0; r < rounds; ++r) {
       kernel_timer t(g.size());
       execute_reference(g, reference_options{}.exits_only().timed(t));
-      auto per = t.per_kind(g);
-      for (int k = 0; k < op_kind_count; ++k) seconds[k] += per[k];
-      for (const auto& o : g.ops()) flops[static_cast<int>(o.kind)] += o.flops;
+      for (op_index i = 0; i < g.size(); ++i)
+        if (t.runs(i) > 0) best[i] = std::min(best[i], t.seconds(i) / t.runs(i));
+    }
+    for (op_index i = 0; i < g.size(); ++i) {
+      if (!std::isfinite(best[i])) continue;
+      auto& k = out[static_cast<int>(g[i].kind)];
+      k.flops.push_back(g[i].flops);
+      k.bytes.push_back(g[i].bytes);
+      k.seconds.push_back(best[i]);
     }
   }
-  std::array<double, op_kind_count> rate{};
-  for (int k = 0; k < op_kind_count; ++k) rate[k] = seconds[k] > 0 && flops[k] > 0 ? flops[k] / seconds[k] : 0;
-  return rate;
+  return out;
+}
+
+/// Σ over samples of log²(model / measured) for time = x / rate (rate = Σx / Σt): how well one
+/// throughput explains every op of a kind. Infinite when some op has x = 0 but took time.
+double log_misfit(const std::vector<double>& x, const std::vector<double>& t, double rate) {
+  double e = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (t[i] <= 0) continue;
+    if (x[i] <= 0) return INFINITY;
+    double l = std::log((x[i] / rate) / t[i]);
+    e += l * l;
+  }
+  return e;
+}
+
+/// The per-op dispatch overhead of the runtime: the gap between one op's end and the next one's
+/// start on one device (a chain of tiny ops; messages, queueing and thread wake-ups, no transfers).
+double dispatch_overhead(int rounds) {
+  cluster one = make_preset("cpu:1");
+  engine e(one);
+  graph_builder tiny("overhead-chain");
+  tiny.input("x0", {1, 16});
+  for (int i = 1; i <= 64; ++i) tiny.scale("x" + std::to_string(i), "x" + std::to_string(i - 1), 1.0);
+  graph gl = std::move(tiny).build();
+  placement pl;
+  pl.device.assign(gl.size(), 0);
+  std::vector<double> gaps;
+  for (int r = 0; r < rounds + 1; ++r) {
+    auto res = e.run(gl, pl);
+    if (r == 0) continue;  // warm-up
+    std::vector<double> start(gl.size()), end(gl.size());
+    for (const auto& ev : res.runs[0].events)
+      if (ev.what == trace_event::kind::op) start[ev.id] = ev.start, end[ev.id] = ev.end;
+    for (op_index i = 1; i < gl.size(); ++i) gaps.push_back(std::max(0.0, start[i] - end[i - 1]));
+  }
+  return median(gaps);
+}
+
+/// Cores `n` devices of the runtime really get when all compute at once: n independent chains of
+/// 512×512 matmuls, chain i on device i, against one chain alone on one device; cores = n × (one
+/// chain's makespan) / (n chains' makespan), each the minimum of 2 × `rounds` runs: the cores the
+/// host gives this process when others leave it alone (on a shared host, other users' load comes
+/// and goes within seconds and only ever takes cores away). ≈ n on a host with ≥ n idle cores.
+double effective_cores(std::size_t n, int rounds) {
+  auto chains = [](std::size_t k) {
+    graph_builder b("cores");
+    for (std::size_t i = 0; i < k; ++i) {
+      std::string c = std::to_string(i), prev = "x" + c;
+      b.input(prev, {512, 512});
+      b.input("w" + c, {512, 512});
+      for (int j = 0; j < 8; ++j) {
+        std::string next = "h" + c + "." + std::to_string(j);
+        b.matmul(next, prev, "w" + c);
+        prev = next;
+      }
+    }
+    return std::move(b).build();
+  };
+  auto timed = [&](std::size_t k) {
+    cluster c = make_preset("cpu:" + std::to_string(k));
+    engine e(c);
+    graph g = chains(k);
+    placement p;
+    for (std::size_t i = 0; i < k; ++i) p.device.insert(p.device.end(), 10, static_cast<device_index>(i));
+    e.run(g, p);  // warm-up
+    std::vector<double> ms;
+    for (int r = 0; r < 2 * rounds; ++r) ms.push_back(e.run(g, p).runs[0].makespan);
+    return *std::min_element(ms.begin(), ms.end());
+  };
+  double one = timed(1), many = timed(n);
+  return many > 0 ? std::clamp(static_cast<double>(n) * one / many, 0.5, static_cast<double>(n))
+                  : static_cast<double>(n);
 }
 
 /// Transfer latency (producer end → consumer start of a tiny tensor on another device: messages,
@@ -86,28 +178,59 @@ std::pair<double, double> transfer_costs(int rounds) {
       if (ev.what == trace_event::kind::transfer && ev.end > ev.start)
         bw.push_back(static_cast<double>(res.bytes_moved[0]) / (ev.end - ev.start));
   }
-  return {median(gaps), median(bw)};
+  return {median(gaps), median(bw)};  // the latency includes one dispatch gap
 }
 
 void calibrate_command(const calibrate_flags& f) {
   if (f.rounds < 1) throw error(errc::bad_argument, "", "--rounds", "must be at least 1");
   cluster c = load_cluster_or_preset(f.cluster_spec);
   std::size_t n = c.device_count();
-  std::cout << fmt::format("calibrate: kernels on the default workloads ({} rounds), transfers on the actor runtime\n",
+  std::vector<graph> graphs;
+  if (f.graphs.empty())
+    for (const char* name : {"llama-block", "llama-layer", "ffnn", "moe-layer", "chainmm"})
+      graphs.push_back(make_workload(name, workload_params{}));
+  else
+    for (const auto& file : f.graphs) graphs.push_back(load_graph(file));
+  std::cout << fmt::format("calibrate: kernels on {} ({} rounds), dispatch and transfers on the actor runtime\n",
+                           f.graphs.empty() ? std::string("the default workloads") : fmt::format("{} graph(s)", graphs.size()),
                            f.rounds);
-  auto rate = kernel_rates(f.rounds);
-  double peak = rate[static_cast<int>(op_kind::matmul)];
+  auto samples = kernel_samples(graphs, f.rounds);
+  const auto& mm = samples[static_cast<int>(op_kind::matmul)];
+  double peak = mm.sum(mm.seconds) > 0 ? mm.sum(mm.flops) / mm.sum(mm.seconds) : 0;
   if (!(peak > 0)) throw error(errc::internal, "calibrate: no matmul time was measured");
   cost_model cm;
-  std::cout << fmt::format("  {:<11} {:>12}  {:>10}\n", "kind", "GFLOP/s", "efficiency");
+  // Per kind, the throughput (FLOP/s or output bytes/s) that explains its ops' times best; matmul is
+  // always FLOP-rated (it sets the device's FLOP/s). With --flops-only, the FLOP rate alone.
+  std::cout << fmt::format("  {:<11} {:>5} {:>12} {:>10} {:>10}  {}\n", "kind", "ops", "GFLOP/s", "efficiency",
+                           "GB/s out", "model");
   for (op_kind k : all_op_kinds()) {
-    double r = rate[static_cast<int>(k)];
-    if (r <= 0) continue;  // no FLOPs (input, transpose, concat, slice) or not in the workloads
-    double eff = std::clamp(r / peak, 1e-4, 1.0);
-    if (k != op_kind::synthetic) cm.set_efficiency(k, eff);
-    std::cout << fmt::format("  {:<11} {:>12.2f}  {:>10.4f}\n", to_string(k), r / 1e9, eff);
+    const auto& s = samples[static_cast<int>(k)];
+    double secs = s.sum(s.seconds);
+    if (k == op_kind::synthetic || s.seconds.empty() || secs <= 0) continue;
+    double fr = s.sum(s.flops) / secs, br = s.sum(s.bytes) / secs;
+    bool by_bytes = false;
+    if (k != op_kind::matmul && !f.flops_only && br > 0)
+      by_bytes = fr <= 0 || log_misfit(s.bytes, s.seconds, br) < log_misfit(s.flops, s.seconds, fr);
+    if (by_bytes) {
+      cm.set_efficiency(k, 1.0).set_bandwidth(k, br);
+    } else if (fr > 0) {
+      cm.set_efficiency(k, std::clamp(fr / peak, 1e-4, 1.0));
+    }
+    std::cout << fmt::format("  {:<11} {:>5} {:>12.2f} {:>10.4f} {:>10.2f}  {}\n", to_string(k), s.seconds.size(),
+                             fr / 1e9, fr / peak, br / 1e9,
+                             by_bytes ? "bytes" : (fr > 0 ? "flops" : "free (no FLOPs)"));
   }
-  auto [latency, bandwidth] = transfer_costs(f.rounds);
+  auto [gap, bandwidth] = transfer_costs(f.rounds);
+  double latency = gap;
+  if (!f.flops_only) {
+    double overhead = dispatch_overhead(f.rounds);
+    double cores = effective_cores(n, f.rounds);
+    latency = std::max(0.0, gap - overhead);  // the consumer's op time already holds one overhead
+    cm.set_overhead(overhead).set_host_cores(cores);
+    std::cout << fmt::format("  dispatch overhead {:.1f} us per op; {} devices computing at once get {:.2f} cores "
+                             "(host_cores)\n",
+                             overhead * 1e6, n, cores);
+  }
   std::string spec = fmt::format("cpu:{}:flops={:.4g}:bw={:.4g}:lat={:.3g}", n, peak, bandwidth, latency);
   std::cout << fmt::format("  transfer latency {:.1f} us, copy bandwidth {:.2f} GB/s\n", latency * 1e6,
                            bandwidth / 1e9);
@@ -129,6 +252,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("-o,--output", f->out, "Cost table to write")->capture_default_str();
   cmd->add_option("--cluster-out", f->cluster_out, "Also write the calibrated cluster (doppler-cluster/1)");
   cmd->add_option("--rounds", f->rounds, "Measured rounds per workload")->capture_default_str();
+  cmd->add_option("--graph", f->graphs, "Time kernels on this graph (repeatable; default: the default workloads)");
+  cmd->add_flag("--flops-only", f->flops_only, "Efficiencies only: no memory term, overhead or host_cores "
+                                               "(the table before they existed)");
   cmd->callback([f] { calibrate_command(*f); });
 }
 

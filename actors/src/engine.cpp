@@ -160,7 +160,7 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     actors::finish_plan(*plan);
     impl_->plan_transfers(*plan);
     result.planned_tensors = static_cast<std::size_t>(std::count_if(
-        plan->transfer_plans.begin(), plan->transfer_plans.end(), [](const auto& p) { return p != nullptr; }));
+        plan->transfer_plans.begin(), plan->transfer_plans.end(), [](const auto& tp) { return tp != nullptr; }));
     auto rep = actors::execute_plan(impl_->sys, plan);
     if (!rep.ok) {
       impl_->heal();

@@ -15,8 +15,9 @@ constexpr std::string_view format_tag = "doppler-costs/1";
 
 /// Default fraction of a device's sustained FLOP/s each kind reaches. Matmuls are compute bound;
 /// elementwise and normalization kernels are memory bound and reach a small fraction; ops with no
-/// FLOPs (input, transpose, concat, slice) take no time whatever their efficiency; synthetic ops are
-/// exact by definition (docs/simulator.md keeps this table in step).
+/// FLOPs (input, transpose, concat, slice) take no time whatever their efficiency unless the table
+/// gives their kind a bandwidth (none by default); synthetic ops are exact by definition
+/// (docs/simulator.md keeps this table in step).
 constexpr double default_efficiency(op_kind k) noexcept {
   switch (k) {
     case op_kind::matmul: return 0.7;
@@ -40,6 +41,8 @@ constexpr double default_efficiency(op_kind k) noexcept {
 }
 
 bool valid_efficiency(double e) noexcept { return std::isfinite(e) && e > 0 && e <= 1; }
+bool valid_bandwidth(double b) noexcept { return std::isfinite(b) && b >= 0; }
+bool valid_nonnegative(double x) noexcept { return std::isfinite(x) && x >= 0; }
 
 }  // namespace
 
@@ -52,6 +55,28 @@ cost_model& cost_model::set_efficiency(op_kind k, double e) {
     throw error(errc::bad_argument, "efficiency of " + std::string(to_string(k)) +
                                         " must be in (0, 1], got " + std::to_string(e));
   efficiency_[static_cast<int>(k)] = e;
+  return *this;
+}
+
+cost_model& cost_model::set_bandwidth(op_kind k, double b) {
+  if (!valid_bandwidth(b))
+    throw error(errc::bad_argument, "bandwidth of " + std::string(to_string(k)) +
+                                        " must be finite and >= 0 (0 = no memory term), got " + std::to_string(b));
+  bandwidth_[static_cast<int>(k)] = b;
+  return *this;
+}
+
+cost_model& cost_model::set_overhead(double s) {
+  if (!valid_nonnegative(s))
+    throw error(errc::bad_argument, "overhead must be finite seconds >= 0, got " + std::to_string(s));
+  overhead_ = s;
+  return *this;
+}
+
+cost_model& cost_model::set_host_cores(double c) {
+  if (!valid_nonnegative(c))
+    throw error(errc::bad_argument, "host_cores must be finite and >= 0 (0 = unlimited), got " + std::to_string(c));
+  host_cores_ = c;
   return *this;
 }
 
@@ -75,6 +100,31 @@ cost_model cost_model::parse(std::string_view text, const std::string& file) {
     if (!valid_efficiency(e)) r.fail(errc::bad_value, path, "must be in (0, 1], got " + value.dump());
     cm.efficiency_[static_cast<int>(*kind)] = e;
   }
+  // Optional fields (absent in files written before they existed: those keep the FLOP-only model).
+  if (auto b = root.find("bandwidth"); b != root.end()) {
+    r.expect_object(*b, "bandwidth");
+    for (const auto& [name, value] : b->items()) {
+      std::string path = json_reader::join("bandwidth", name.c_str());
+      auto kind = parse_op_kind(name);
+      if (!kind) r.fail(errc::unknown_kind, path, "\"" + name + "\" is not an op kind");
+      if (!value.is_number())
+        r.fail(errc::bad_type, path, "must be a number, got " + std::string(value.type_name()));
+      double x = value.get<double>();
+      if (!valid_bandwidth(x))
+        r.fail(errc::bad_value, path, "must be output bytes/s >= 0 (0 = no memory term), got " + value.dump());
+      cm.bandwidth_[static_cast<int>(*kind)] = x;
+    }
+  }
+  auto scalar = [&](const char* field, double& into, const char* what) {
+    auto f = root.find(field);
+    if (f == root.end()) return;
+    if (!f->is_number()) r.fail(errc::bad_type, field, "must be a number, got " + std::string(f->type_name()));
+    double x = f->get<double>();
+    if (!valid_nonnegative(x)) r.fail(errc::bad_value, field, std::string(what) + ", got " + f->dump());
+    into = x;
+  };
+  scalar("overhead", cm.overhead_, "must be finite seconds >= 0");
+  scalar("host_cores", cm.host_cores_, "must be finite and >= 0 (0 = unlimited)");
   return cm;
 }
 
@@ -90,7 +140,17 @@ std::string cost_model::to_json_text() const {
     out += ordered(std::string(to_string(k))).dump() + ": " + ordered(efficiency(k)).dump();
     first = false;
   }
-  out += "\n  }\n}\n";
+  out += "\n  },\n  \"bandwidth\": {";
+  first = true;
+  for (op_kind k : all_op_kinds()) {
+    if (bandwidth(k) <= 0) continue;  // unset kinds have no memory term
+    out += first ? "\n    " : ",\n    ";
+    out += ordered(std::string(to_string(k))).dump() + ": " + ordered(bandwidth(k)).dump();
+    first = false;
+  }
+  out += first ? "},\n" : "\n  },\n";
+  out += "  \"overhead\": " + ordered(overhead_).dump() + ",\n  \"host_cores\": " + ordered(host_cores_).dump() +
+         "\n}\n";
   return out;
 }
 

@@ -51,6 +51,7 @@ sim_result simulate(const graph& g, const cluster& c, const placement& p, const 
   detail::sim_inputs in;
   in.rng.seed(opt.seed);
   in.jitter = opt.jitter;
+  if (opt.model == sim_model::wc) in.host_cores = cm.host_cores();
   auto slow = slowdowns(opt, c);
   in.op_time.resize(g.size());
   in.bytes.resize(g.size());
@@ -82,14 +83,33 @@ double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& 
   // summed are the work; D devices of `streams` concurrent ops each finish it no faster than
   // work-seconds-on-the-fastest × its rate / (Σ rates × streams).
   int streams = opt.model == sim_model::simple ? 1 : opt.streams;
+  // An op's FLOP-equivalent work (time × rate) is the same on every device under the FLOP-only
+  // model; a memory term or an overhead does not shrink on a faster device, so its work is least on
+  // the slowest one, and that is what the bound may count.
+  bool flop_only = opt.model == sim_model::simple || cm.overhead() <= 0;
+  if (opt.model == sim_model::wc)
+    for (op_kind k : all_op_kinds())
+      if (cm.bandwidth(k) > 0) flop_only = false;
+  device_index slowest = 0;
+  for (device_index d = 0; d < c.device_count(); ++d)
+    if (c[d].flops / slow[d] < c[slowest].flops / slow[slowest]) slowest = d;
   std::vector<double> t(g.size());
   double work = 0;  // FLOP-equivalents: seconds on a 1 FLOP/s device
   for (op_index v = 0; v < g.size(); ++v) {
     t[v] = base_time(g[v], c[fastest], cm, opt.model) * slow[fastest];
-    work += t[v] * (c[fastest].flops / slow[fastest]);
+    work += flop_only ? t[v] * (c[fastest].flops / slow[fastest])
+                      : base_time(g[v], c[slowest], cm, opt.model) * slow[slowest] * (c[slowest].flops / slow[slowest]);
   }
   double cp = critical_path(g, t);
-  return std::max(cp, work / (total_rate * streams));
+  double bound = std::max(cp, work / (total_rate * streams));
+  // Host-core sharing: at most host_cores ops progress at full speed at any instant, none faster than
+  // on the fastest device.
+  if (opt.model == sim_model::wc && cm.host_cores() > 0) {
+    double seconds = 0;
+    for (double x : t) seconds += x;
+    bound = std::max(bound, seconds / cm.host_cores());
+  }
+  return bound;
 }
 
 double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm) {

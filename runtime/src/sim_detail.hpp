@@ -16,6 +16,7 @@ struct sim_inputs {
   std::vector<double> bytes;    ///< output bytes, per op
   std::mt19937_64 rng;
   double jitter = 0;            ///< σ; 0 = transfers are exact
+  double host_cores = 0;        ///< > 0: running ops share this many cores (processor sharing); 0 = off
 
   /// A lognormal(−σ²/2, σ) factor (mean 1), or 1 when jitter is off.
   double factor() {

@@ -32,6 +32,7 @@ struct later {
   }
 };
 constexpr std::uint32_t arrival_bit = 1u << 31;
+constexpr std::uint32_t copy_bit = 1u << 30;  // host-core sharing: a transfer's copy starts
 constexpr std::uint32_t payload_mask = 0xffffffffu;
 
 constexpr std::uint32_t none = UINT32_MAX;
@@ -172,6 +173,32 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
       if (ops[v].remaining == 0) make_ready(v);
   }
 
+  // Host-core sharing (in.host_cores > 0): the k ops running and the c copies in progress on all
+  // devices together; each op progresses at min(1, cores / (k + c)) of its full speed (a copy takes
+  // a core for its bytes / bandwidth part and keeps its own duration). `left` is an op's remaining
+  // full-speed seconds; whenever the running set changes, every running op's finish is pushed again
+  // and `due` keeps the one that counts (a popped finish whose time is not its op's `due` is stale
+  // and skipped). Without sharing none of this runs and the loop is the plain one.
+  const double cores = in.host_cores;
+  const bool sharing = cores > 0;
+  std::vector<op_index> run_set;
+  std::vector<double> left;
+  std::vector<std::uint64_t> due;
+  double shared_since = 0, share = 1;
+  std::uint32_t copies = 0;
+  bool share_changed = false;
+  if (sharing) {
+    if (n >= copy_bit || g.edge_count() >= copy_bit)
+      throw error(errc::bad_argument, "graph too large for host-core sharing (2^30 ops or edges)");
+    left.resize(n);
+    due.resize(n);
+    run_set.reserve(devices * streams);
+  }
+  auto advance_shared = [&](double t) {
+    for (op_index v : run_set) left[v] = std::max(0.0, left[v] - (t - shared_since) * share);
+    shared_since = t;
+  };
+
   // A transfer reserves every link of its route from the moment all of them are free, for latency +
   // bytes / bottleneck. Reservations only move a link's free time forward, so the transfers queued on
   // one link end in the order they were sent: the heap holds the head of each link's list only (its
@@ -193,6 +220,7 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
     double start = t;
     for (link_index l : rt.links) start = std::max(start, link_free[l]);
     double end = start + rt.time(in.bytes[u]) * in.factor();
+    if (sharing) push_event(std::max(start, end - in.bytes[u] / rt.bandwidth), copy_bit);
     for (link_index l : rt.links) {
       link_free[l] = end;
       r.link_bytes[l] += in.bytes[u];
@@ -212,6 +240,7 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
     const link& lk = c.links()[hop.link];
     double start = std::max(t, link_free[hop.link]);
     double end = start + (lk.latency + ap.chunk_bytes / lk.bandwidth) * in.factor();
+    if (sharing) push_event(std::max(start, end - ap.chunk_bytes / lk.bandwidth), copy_bit);  // a copy, too
     link_free[hop.link] = end;
     r.link_bytes[hop.link] += ap.chunk_bytes;
     if (tracing) r.events.push_back({trace_event::kind::transfer, ap.op, hop.link, hop.toward, start, end});
@@ -242,10 +271,36 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
         op_index v = ready.pop(d);
         if (running[d]++ == 0) busy_since[d] = now;
         if (tracing) op_start[v] = now;
-        push_event(now + ops[v].time, v);
+        if (sharing) {
+          advance_shared(now);
+          run_set.push_back(v);
+          left[v] = ops[v].time;
+          due[v] = UINT64_MAX;
+          share_changed = true;
+        } else {
+          push_event(now + ops[v].time, v);
+        }
       }
     }
     dirty.clear();
+    if (sharing && share_changed) {
+      share_changed = false;
+      const auto k = static_cast<double>(run_set.size() + copies);
+      share = k > cores ? cores / k : 1.0;
+      for (op_index v : run_set) {
+        const double t = now + left[v] / share;
+        const auto bits = std::bit_cast<std::uint64_t>(t + 0.0);
+        if (bits == due[v]) continue;  // its pending finish still holds
+        due[v] = bits;
+        push_event(t, v);
+      }
+    }
+    if (sharing)  // superseded finishes must not move the clock (nor the makespan)
+      while (!heap.empty()) {
+        const auto payload = static_cast<std::uint32_t>(heap.top().key & payload_mask);
+        if ((payload & (arrival_bit | copy_bit)) || due[payload] == heap.top().t) break;
+        heap.pop();
+      }
     if (heap.empty()) break;
 
     const std::uint64_t now_bits = heap.top().t;
@@ -254,7 +309,18 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
       const auto payload = static_cast<std::uint32_t>(heap.top().key & payload_mask);
       heap.pop();
       ++r.event_count;
+      if (sharing && payload == copy_bit) {
+        advance_shared(now);
+        ++copies;
+        share_changed = true;
+        continue;
+      }
       if (payload & arrival_bit) {
+        if (sharing) {
+          advance_shared(now);
+          --copies;
+          share_changed = true;
+        }
         const transfer tr = transfers[payload & ~arrival_bit];
         link_head[tr.first] = tr.next;
         if (tr.next == none)
@@ -278,6 +344,14 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
         continue;
       }
       const op_index u = payload;
+      if (sharing) {
+        if (due[u] != now_bits) continue;  // superseded when the running set changed
+        due[u] = UINT64_MAX;
+        advance_shared(now);
+        *std::find(run_set.begin(), run_set.end(), u) = run_set.back();
+        run_set.pop_back();
+        share_changed = true;
+      }
       const device_index d = ops[u].dev;
       if (--running[d] == 0) r.busy[d] += now - busy_since[d];
       if (!is_dirty[d]) {

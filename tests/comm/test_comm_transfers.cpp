@@ -94,6 +94,23 @@ TEST_CASE("bsp mode waits for planned transfers at the barrier") {
   CHECK(r.makespan == doctest::Approx(6.0).epsilon(1e-3));
 }
 
+TEST_CASE("planned hops are copies for host-core sharing too") {
+  cluster c = line(4);
+  fan_out f;
+  auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(mb));
+  // ops of 1 FLOP on 1e12 FLOP/s devices: the copies alone decide; with one host core, ops that
+  // overlap a copy slow down, and the run still completes with every op (the copy count balances)
+  cost_model one_core;
+  one_core.set_host_cores(1);
+  sim_result shared = simulate(f.g, c, f.p, one_core, sim_options{}.with_transfers(mp).with_trace());
+  sim_result free = simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_transfers(mp));
+  std::size_t ops = 0;
+  for (const auto& e : shared.events) ops += e.what == trace_event::kind::op ? 1 : 0;
+  CHECK(ops == 4);
+  CHECK(shared.makespan >= free.makespan);
+  CHECK(shared.makespan == doctest::Approx(6.0).epsilon(1e-3));  // the ops are tiny next to the hops
+}
+
 TEST_CASE("a plan no faster than direct copies is not used") {
   cluster c = line(4);
   fan_out f;
