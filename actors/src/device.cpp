@@ -180,7 +180,12 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](begin_atom, const plan_text& text) -> caf::result<caf::ok_atom> {
         try {
-          begin_run(self, from_text(text));
+          auto plan = from_text(text);
+          // A worker's device learns its index in the run's cluster from its place in the plan
+          // (an anonymous `cpu:N` worker device may stand for any device of the run).
+          for (device_index d = 0; d < plan->devices.size(); ++d)
+            if (plan->devices[d].address() == self->address()) self->state.opt.index = d;
+          begin_run(self, std::move(plan));
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::invalid_argument, std::string("device could not build the plan: ") + e.what());
         }

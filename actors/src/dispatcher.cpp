@@ -44,9 +44,15 @@ struct dispatcher_state {
 
 using dispatcher_pointer = dispatcher_actor::stateful_pointer<dispatcher_state>;
 
+/// "cpu2", or "cpu2 (worker 127.0.0.1:4000)" for a device in another process.
+std::string device_name(const run_plan& plan, device_index d) {
+  std::string s = (*plan.c)[d].id;
+  if (d < plan.where.size() && !plan.where[d].empty()) s += " (" + plan.where[d] + ")";
+  return s;
+}
+
 std::string describe(const run_plan& plan, op_index i, device_index d) {
-  return "op '" + (*plan.g)[i].id + "' (index " + std::to_string(i) + ") on device " +
-         (*plan.c)[d].id;
+  return "op '" + (*plan.g)[i].id + "' (index " + std::to_string(i) + ") on device " + device_name(plan, d);
 }
 
 /// Ends the run: releases every device's buffers, answers, quits.
@@ -234,12 +240,14 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
       for (op_index i = 0; i < p.size(); ++i)
         if (p.device_of(i) == d && st.state[i] == op_state::dispatched && p.rank[i] < best)
           best = p.rank[i], victim = i;
-      std::string why = "device actor died (" + self->system().render(dm.reason) + ")";
+      bool remote = d < p.where.size() && !p.where[d].empty();
+      std::string why = remote ? "connection lost (" + self->system().render(dm.reason) + ")"
+                               : "device actor died (" + self->system().render(dm.reason) + ")";
       if (best == UINT32_MAX) {
         st.report.ok = false;
         st.report.failed_device = d;
         st.report.failed_op = 0;
-        st.report.failure = "device " + (*p.c)[d].id + ": " + why + " with no op running";
+        st.report.failure = "device " + device_name(p, d) + ": " + why + " with no op running";
         finish(self);
         return;
       }

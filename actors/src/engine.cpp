@@ -20,7 +20,11 @@ namespace {
 caf::actor_system_config& configure(caf::actor_system_config& cfg, const engine_options& opt) {
   cfg.add_message_types<caf::id_block::doppler_actors>();
   if (opt.scheduler_threads > 0) cfg.set("scheduler.max-threads", opt.scheduler_threads);
-  if (opt.network) cfg.load<caf::io::middleman>();
+  if (opt.network) {
+    cfg.load<caf::io::middleman>();
+    // BASP handshake: a CAF node of another application is refused before any message is read.
+    cfg.set("middleman.app-identifiers", std::vector<std::string>{"doppler/1"});
+  }
   if (opt.scheduler == "sharing") cfg.set("scheduler.policy", caf::atom("sharing"));
   else if (opt.scheduler != "stealing")
     throw error(errc::bad_argument, "engine: unknown scheduler \"" + opt.scheduler + "\" (stealing, sharing)");
@@ -36,8 +40,9 @@ struct engine::impl {
   std::shared_ptr<actors::backend> kernels;
   caf::actor_system_config cfg;
   caf::actor_system sys;
-  std::mutex mutex;  // guards devices
+  std::mutex mutex;  // guards devices, where
   std::vector<actors::device_actor> devices;
+  std::vector<std::string> where;  // per device: "" (here) or "worker HOST:PORT"
   std::atomic<std::uint64_t> next_run{1};
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
 
@@ -48,6 +53,7 @@ struct engine::impl {
         sys(configure(cfg, opt)) {
     if (opt.streams < 1) throw error(errc::bad_argument, "engine: streams must be >= 1");
     for (device_index d = 0; d < c->device_count(); ++d) devices.push_back(spawn(d));
+    where.assign(c->device_count(), {});
   }
   ~impl() {
     for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
@@ -61,11 +67,13 @@ struct engine::impl {
     return actors::spawn_device(sys, std::move(o));
   }
 
-  /// Respawns every device actor that no longer answers.
+  /// Respawns every local device actor that no longer answers. (A lost worker's devices stay lost:
+  /// the next run fails naming the worker until `attach_worker` reconnects it.)
   void heal() {
     caf::scoped_actor self{sys};
     std::lock_guard lock(mutex);
     for (device_index d = 0; d < devices.size(); ++d) {
+      if (!where[d].empty()) continue;
       bool alive = false;
       self->request(devices[d], std::chrono::seconds(5), actors::bytes_atom::value)
           .receive([&](std::uint64_t) { alive = true; }, [&](caf::error&) { alive = false; });
@@ -97,6 +105,7 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     {
       std::lock_guard lock(impl_->mutex);
       plan->devices = impl_->devices;
+      plan->where = impl_->where;
     }
     plan->mode = opt.mode;
     plan->seed = opt.seed;
@@ -140,18 +149,74 @@ std::uint64_t engine::bytes_held() {
   return total;
 }
 
-void engine::attach(device_index d, const std::string& host, std::uint16_t port) {
-  if (!impl_->opt.network) throw error(errc::bad_argument, "attach: the engine was built without network");
-  if (d >= impl_->c->device_count()) throw error(errc::bad_argument, "attach: no device " + std::to_string(d));
-  auto h = impl_->sys.middleman().remote_actor<actors::device_actor>(host, port);
-  if (!h)
-    throw run_failure("device " + (*impl_->c)[d].id + ": cannot reach " + host + ":" + std::to_string(port) + ": " +
-                          impl_->sys.render(h.error()),
-                      std::nullopt, d);
+std::vector<device_index> engine::attach_worker(const std::string& host, std::uint16_t port,
+                                               const std::string& token) {
+  const cluster& c = *impl_->c;
+  std::string where = "worker " + host + ":" + std::to_string(port);
+  if (!impl_->opt.network) throw error(errc::bad_argument, "attach_worker " + where + ": the engine was built without network");
+  auto w = impl_->sys.middleman().remote_actor<actors::worker_actor>(host, port);
+  if (!w) throw run_failure(where + ": cannot connect: " + impl_->sys.render(w.error()), std::nullopt, std::nullopt);
+  actors::worker_info info;
+  std::string failed;
+  caf::scoped_actor self{impl_->sys};
+  self->request(*w, std::chrono::seconds(10), actors::hello_atom::value, token)
+      .receive([&](actors::worker_info& i) { info = std::move(i); },
+               [&](caf::error& err) { failed = "no answer to hello: " + impl_->sys.render(err); });
+  if (failed.empty() && !info.ok) failed = "refused the connection: " + info.refusal;
+  if (failed.empty() && (info.devices.empty() || info.devices.size() != info.ids.size()))
+    failed = "serves no devices";
+  if (!failed.empty()) throw run_failure(where + ": " + failed, std::nullopt, std::nullopt);
+
   std::lock_guard lock(impl_->mutex);
-  caf::anon_send_exit(impl_->devices[d], caf::exit_reason::user_shutdown);
-  impl_->devices[d] = std::move(*h);
+  std::vector<device_index> mapped;
+  if (info.named) {  // by id: the worker loaded the same cluster
+    for (const auto& id : info.ids) {
+      auto d = c.find_device(id);
+      if (!d) throw error(errc::unknown_id, where + " serves device '" + id + "', which cluster '" + c.name() + "' does not have");
+      mapped.push_back(*d);
+    }
+  } else {  // anonymous: the next devices not on another worker, in order
+    for (device_index d = 0; d < c.device_count() && mapped.size() < info.ids.size(); ++d)
+      if (impl_->where[d].empty() || impl_->where[d] == where) mapped.push_back(d);
+    if (mapped.size() < info.ids.size())
+      throw error(errc::bad_argument, where + " serves " + std::to_string(info.ids.size()) + " devices but only " +
+                                          std::to_string(mapped.size()) + " of cluster '" + c.name() +
+                                          "' are not on other workers");
+  }
+  for (std::size_t k = 0; k < mapped.size(); ++k) {
+    device_index d = mapped[k];
+    if (impl_->where[d].empty()) caf::anon_send_exit(impl_->devices[d], caf::exit_reason::user_shutdown);
+    impl_->devices[d] = caf::actor_cast<actors::device_actor>(info.devices[k]);
+    impl_->where[d] = where;
+  }
+  return mapped;
 }
+
+std::string engine::location(device_index d) {
+  std::lock_guard lock(impl_->mutex);
+  if (d >= impl_->where.size()) throw error(errc::bad_argument, "location: no device " + std::to_string(d));
+  return impl_->where[d];
+}
+
+namespace {
+
+/// The worker actor: answers `hello(token)` with the served devices, or refuses a wrong token.
+actors::worker_actor::behavior_type worker_impl(actors::worker_actor::pointer, actors::worker_info info,
+                                                std::string token) {
+  return {
+      [=](actors::hello_atom, const std::string& t) {
+        if (!token.empty() && t != token) {
+          actors::worker_info no;
+          no.name = info.name;
+          no.refusal = t.empty() ? "this worker requires a token (--token / DOPPLER_TOKEN)" : "wrong token";
+          return no;
+        }
+        return info;
+      },
+  };
+}
+
+}  // namespace
 
 struct worker::impl {
   engine_options opt;
@@ -159,8 +224,10 @@ struct worker::impl {
   std::shared_ptr<actors::backend> kernels;
   caf::actor_system_config cfg;
   caf::actor_system sys;
-  std::vector<std::pair<device_index, std::uint16_t>> ports;
+  std::uint16_t port = 0;
+  std::vector<std::string> ids;
   std::vector<actors::device_actor> devices;
+  actors::worker_actor self;
 
   impl(cluster cl, engine_options o)
       : opt(std::move(o.with_network())),
@@ -168,12 +235,18 @@ struct worker::impl {
         kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend, c, opt.costs)),
         sys(configure(cfg, opt)) {}
   ~impl() {
+    if (self) caf::anon_send_exit(self, caf::exit_reason::user_shutdown);
     for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
   }
 };
 
-worker::worker(cluster c, std::vector<device_index> devices, engine_options opt, std::string host)
+worker::worker(cluster c, std::vector<device_index> devices, engine_options opt, worker_options w)
     : impl_(std::make_unique<impl>(std::move(c), std::move(opt))) {
+  if (devices.empty()) throw error(errc::bad_argument, "worker: no devices to serve");
+  actors::worker_info info;
+  info.ok = true;
+  info.name = w.name.empty() ? impl_->c->name() : w.name;
+  info.named = w.named;
   for (device_index d : devices) {
     if (d >= impl_->c->device_count()) throw error(errc::bad_argument, "worker: no device " + std::to_string(d));
     actors::device_options o;
@@ -181,20 +254,24 @@ worker::worker(cluster c, std::vector<device_index> devices, engine_options opt,
     o.streams = impl_->opt.streams;
     o.kernels = impl_->kernels;
     auto dev = actors::spawn_device(impl_->sys, std::move(o));
-    auto port = impl_->sys.middleman().publish(dev, 0, host.c_str());
-    if (!port) throw error(errc::io, "worker: cannot publish device " + (*impl_->c)[d].id + ": " + impl_->sys.render(port.error()));
-    impl_->ports.emplace_back(d, *port);
+    info.ids.push_back((*impl_->c)[d].id);
+    info.devices.push_back(caf::actor_cast<caf::actor>(dev));
     impl_->devices.push_back(std::move(dev));
   }
+  impl_->ids = info.ids;
+  impl_->self = impl_->sys.spawn(worker_impl, std::move(info), w.token);
+  // reuse_addr: a restarted worker can listen on its old port at once
+  auto port = impl_->sys.middleman().publish(impl_->self, w.port, w.host.c_str(), true);
+  if (!port)
+    throw error(errc::io, "worker: cannot listen on " + w.host + ":" + std::to_string(w.port) + ": " +
+                              impl_->sys.render(port.error()));
+  impl_->port = *port;
 }
 
 worker::~worker() = default;
 
-std::uint16_t worker::port(device_index d) const {
-  for (auto [dev, p] : impl_->ports)
-    if (dev == d) return p;
-  throw error(errc::bad_argument, "worker: device " + std::to_string(d) + " is not served here");
-}
+std::uint16_t worker::port() const noexcept { return impl_->port; }
+std::vector<std::string> worker::device_ids() const { return impl_->ids; }
 
 void engine::kill_device(device_index d) {
   std::lock_guard lock(impl_->mutex);

@@ -109,10 +109,14 @@ class emulated_backend final : public backend {
   }
   tensor execute_on(device_index d, const graph& g, op_index i, std::span<const tensor* const>,
                     std::uint64_t) override {
+    if (d >= c_->device_count())  // an anonymous worker device standing for a device of a larger cluster
+      throw error(errc::bad_argument, "emulate: device index " + std::to_string(d) + " is not in cluster '" +
+                                          c_->name() + "' (serve emulated devices by id of the run's cluster)");
     hold(costs_.op_time(g[i], (*c_)[d]));
     return tensor{};
   }
   double transfer_seconds(const graph& g, op_index i, device_index src, device_index dst) const override {
+    if (src >= c_->device_count() || dst >= c_->device_count()) return 0.0;
     return costs_.transfer_time(*c_, src, dst, g[i].bytes);
   }
 

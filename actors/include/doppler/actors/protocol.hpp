@@ -16,6 +16,11 @@
 ///   output of op to the device dst, which copies it into its own buffer on its copy thread.
 /// - Times travel as steady-clock nanoseconds; the dispatcher makes them relative to its start.
 ///
+/// Across processes a `worker` process publishes one *worker* actor on one TCP port (CAF's
+/// middleman); an engine connects, says `hello(token)` and gets the worker's device handles back:
+///
+///   engine ──hello(token)──▶ worker ──worker_info{devices}──▶ engine   (then devices as above)
+///
 /// Every message type is registered in the `doppler_actors` type-id block below. The run plan (a
 /// pointer to the immutable graph, placement and precomputed tables) is process-local; devices in
 /// other processes get it as `plan_text` and build their own.
@@ -123,6 +128,18 @@ struct run_report {
   std::vector<op_output> outputs;
 };
 
+/// A worker's answer to `hello`: the devices it serves, or why it refused the caller.
+struct worker_info {
+  bool ok = false;
+  std::string refusal;                ///< when !ok: e.g. "wrong token"
+  std::string name;                   ///< the worker's name (`--name`; default: its cluster's name)
+  /// true: `ids` are device ids of a cluster both sides load (mapped by id); false: the worker serves
+  /// `cpu:N`-style anonymous devices, which take the run's devices in order.
+  bool named = false;
+  std::vector<std::string> ids;       ///< one per served device
+  std::vector<caf::actor> devices;    ///< the device actors (device_actor handles, type-erased)
+};
+
 }  // namespace doppler::actors
 
 // ---- atoms (≤ 10 characters each) ---------------------------------------------------------------
@@ -135,6 +152,7 @@ CAF_ADD_ATOM(doppler_actors, doppler::actors, end_atom, "dp_end")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, run_atom, "dp_run")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, timeout_atom, "dp_timeout")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, bytes_atom, "dp_bytes")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, hello_atom, "dp_hello")
 
 namespace doppler::actors {
 
@@ -170,6 +188,11 @@ using dispatcher_actor = caf::typed_actor<
     /// The per-run timeout fired.
     caf::reacts_to<timeout_atom, std::uint64_t>>;
 
+/// The one actor a worker process publishes: the handshake that hands out its device actors.
+using worker_actor = caf::typed_actor<
+    /// hello(token): the served devices when the token matches the worker's (or it has none).
+    caf::replies_to<hello_atom, std::string>::with<worker_info>>;
+
 // ---- inspect overloads (CAF 0.17 form) ----------------------------------------------------------
 
 template <class Inspector>
@@ -184,7 +207,15 @@ typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
   }
   return f(caf::meta::type_name("tensor_ref"), shape, values,
            caf::meta::load_callback([&]() -> caf::error {
-             x.ptr = std::make_shared<const tensor>(std::move(shape), std::move(values));
+             if (shape.empty() && values.empty()) {  // the empty tensor of no-op kernels
+               x.ptr = std::make_shared<const tensor>();
+               return caf::none;
+             }
+             try {  // a shape that does not match its values is a bad message, not a crash
+               x.ptr = std::make_shared<const tensor>(std::move(shape), std::move(values));
+             } catch (const std::exception&) {
+               return caf::make_error(caf::sec::invalid_argument, "tensor_ref: shape does not match values");
+             }
              return caf::none;
            }));
 }
@@ -192,6 +223,10 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plan_text& x) {
   return f(caf::meta::type_name("plan_text"), x.run, x.graph_json, x.cluster_json, x.device, x.order,
            x.devices, x.mode, x.keep, x.seed, x.record_trace, x.timeout_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
+  return f(caf::meta::type_name("worker_info"), x.ok, x.refusal, x.name, x.named, x.ids, x.devices);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_done_msg& x) {
@@ -251,4 +286,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::op_output>))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::run_report))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::op_index>))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::worker_info))
 CAF_END_TYPE_ID_BLOCK(doppler_actors)
