@@ -250,9 +250,14 @@ void add_run_commands(CLI::App& app) {
                   worker_options{}.with_host(host).with_port(port).with_token(token_or_env(w->token))
                       .with_name(w->name).with_named(!spec));
     std::cout << fmt::format("listening on {}:{}\n", host, served.port());
-    std::cout << "serving";
-    for (const auto& id : served.device_ids()) std::cout << " " << id;
-    std::cout << (spec ? " (anonymous: a run's devices in order)" : " (by id)") << "\n" << std::flush;
+    if (spec) {
+      std::cout << fmt::format("serving {} anonymous devices (they take a run's devices in order)\n", ds.size());
+    } else {
+      std::cout << "serving devices";
+      for (const auto& id : served.device_ids()) std::cout << " " << id;
+      std::cout << " of cluster " << c.name() << " (matched by id)\n";
+    }
+    std::cout << std::flush;
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   });
 }

@@ -22,8 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <future>
 #include <string>
 #include <thread>
@@ -155,6 +158,17 @@ std::pair<graph, placement> slow_chain(int n, int devices) {
     p.device.push_back(static_cast<device_index>(k % devices));
   }
   return {std::move(b).build(), std::move(p)};
+}
+
+/// Runs a shell command; returns its exit code and stdout + stderr.
+std::pair<int, std::string> sh(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -320,4 +334,42 @@ TEST_CASE("a worker with a token refuses a wrong or missing token clearly, accep
   CHECK(e.attach_worker("127.0.0.1", w.port(), "s3cret") == std::vector<device_index>{0});
   graph g = small_llama();
   check_equals_reference(g, e.run(g, round_robin(g, c), run_options{}.with_seed(1).keep_all()), 1);
+}
+
+TEST_CASE("a cluster file with host names: workers started with --name serve their host's devices") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("doppler_remote_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  struct cleanup {
+    fs::path p;
+    ~cleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } rm{dir};
+  cluster base = make_preset("cpu:4");
+  std::vector<device> devs(base.devices().begin(), base.devices().end());
+  for (std::size_t d = 0; d < devs.size(); ++d) devs[d].host = d < 2 ? "node0" : "node1";
+  cluster c("two-hosts", devs, {base.switches().begin(), base.switches().end()},
+            {base.link_specs().begin(), base.link_specs().end()});
+  std::string cf = (dir / "c.json").string(), gf = (dir / "g.json").string();
+  save_cluster(c, cf);
+  worker_process n1({"--cluster", cf, "--name", "node1"}), n0({"--cluster", cf, "--name", "node0"});
+  REQUIRE(n1.output().find("cpu2 cpu3") != std::string::npos);
+
+  engine e(c, engine_options{}.with_network());
+  CHECK(e.attach_worker("127.0.0.1", n1.port()) == std::vector<device_index>{2, 3});  // by id, any order
+  CHECK(e.attach_worker("127.0.0.1", n0.port()) == std::vector<device_index>{0, 1});
+  graph g = small_llama();
+  check_equals_reference(g, e.run(g, round_robin(g, c), run_options{}.with_seed(4).keep_all()), 4);
+
+  // the same through `doppler run --workers`
+  std::string cli = DOPPLER_CLI_PATH;
+  REQUIRE(sh(cli + " workload llama-block --dim 32 --heads 4 --seq 8 --shards 2 -o " + gf).first == 0);
+  auto [code, out] = sh(cli + " run --graph " + gf + " --cluster " + cf + " --repeat 1 --warmup 0 --workers 127.0.0.1:" +
+                        std::to_string(n1.port()) + ",127.0.0.1:" + std::to_string(n0.port()));
+  CAPTURE(out);
+  CHECK(code == 0);
+  CHECK(out.find("serves cpu2 cpu3") != std::string::npos);
+  CHECK(out.find("measured makespan") != std::string::npos);
 }
