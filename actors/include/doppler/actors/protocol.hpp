@@ -31,7 +31,9 @@
 
 #include <caf/all.hpp>
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -195,22 +197,31 @@ using worker_actor = caf::typed_actor<
 
 // ---- inspect overloads (CAF 0.17 form) ----------------------------------------------------------
 
+/// A tensor travels as its shape and its values as raw bytes (one memcpy each way: CAF 0.17 packs
+/// floats one at a time, ~4x slower). Raw floats need hosts of one byte order (little-endian here).
+static_assert(std::endian::native == std::endian::little, "tensor_ref sends floats as little-endian bytes");
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
   shape_t shape;
-  std::vector<float> values;
+  std::vector<char> raw;
   if constexpr (Inspector::reads_state) {
     if (x.ptr) {
       shape = x.ptr->shape();
-      values.assign(x.ptr->values().begin(), x.ptr->values().end());
+      auto values = x.ptr->values();
+      raw.resize(values.size() * sizeof(float));
+      if (!raw.empty()) std::memcpy(raw.data(), values.data(), raw.size());
     }
   }
-  return f(caf::meta::type_name("tensor_ref"), shape, values,
+  return f(caf::meta::type_name("tensor_ref"), shape, raw,
            caf::meta::load_callback([&]() -> caf::error {
-             if (shape.empty() && values.empty()) {  // the empty tensor of no-op kernels
+             if (shape.empty() && raw.empty()) {  // the empty tensor of no-op kernels
                x.ptr = std::make_shared<const tensor>();
                return caf::none;
              }
+             if (raw.size() % sizeof(float) != 0)
+               return caf::make_error(caf::sec::invalid_argument, "tensor_ref: values are not whole floats");
+             std::vector<float> values(raw.size() / sizeof(float));
+             if (!values.empty()) std::memcpy(values.data(), raw.data(), raw.size());
              try {  // a shape that does not match its values is a bad message, not a crash
                x.ptr = std::make_shared<const tensor>(std::move(shape), std::move(values));
              } catch (const std::exception&) {
