@@ -241,7 +241,8 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         if (p.device_of(i) == d && st.state[i] == op_state::dispatched && p.rank[i] < best)
           best = p.rank[i], victim = i;
       bool remote = d < p.where.size() && !p.where[d].empty();
-      std::string why = remote ? "connection lost (" + self->system().render(dm.reason) + ")"
+      bool lost = remote && dm.reason == caf::exit_reason::remote_link_unreachable;
+      std::string why = lost ? "connection lost (" + self->system().render(dm.reason) + ")"
                                : "device actor died (" + self->system().render(dm.reason) + ")";
       if (best == UINT32_MAX) {
         st.report.ok = false;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <numeric>
 
@@ -55,8 +56,9 @@ struct engine::impl {
     for (device_index d = 0; d < c->device_count(); ++d) devices.push_back(spawn(d));
     where.assign(c->device_count(), {});
   }
-  ~impl() {
-    for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  ~impl() {  // only the devices of this process: a worker's devices outlive the engine
+    for (device_index d = 0; d < devices.size(); ++d)
+      if (where[d].empty()) caf::anon_send_exit(devices[d], caf::exit_reason::user_shutdown);
   }
 
   actors::device_actor spawn(device_index d) {
@@ -200,18 +202,41 @@ std::string engine::location(device_index d) {
 
 namespace {
 
-/// The worker actor: answers `hello(token)` with the served devices, or refuses a wrong token.
-actors::worker_actor::behavior_type worker_impl(actors::worker_actor::pointer, actors::worker_info info,
-                                                std::string token) {
+struct worker_state {
+  actors::worker_info info;
+  std::string token;
+  std::function<actors::device_actor(device_index)> respawn;  // a new device actor for served device k
+  static inline const char* name = "doppler.worker";
+};
+
+/// The worker actor: answers `hello(token)` with the served devices, or refuses a wrong token. It
+/// monitors its devices and replaces one that dies (killed by a client, say), so the next `hello`
+/// hands out live devices; engines holding the old handle see it dead and must attach again.
+actors::worker_actor::behavior_type worker_impl(actors::worker_actor::stateful_pointer<worker_state> self,
+                                                actors::worker_info info, std::string token,
+                                                std::function<actors::device_actor(device_index)> respawn) {
+  self->state.info = std::move(info);
+  self->state.token = std::move(token);
+  self->state.respawn = std::move(respawn);
+  for (auto& d : self->state.info.devices) self->monitor(d);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& devs = self->state.info.devices;
+    for (std::size_t k = 0; k < devs.size(); ++k) {
+      if (devs[k].address() != dm.source) continue;
+      devs[k] = caf::actor_cast<caf::actor>(self->state.respawn(static_cast<device_index>(k)));
+      self->monitor(devs[k]);
+    }
+  });
   return {
       [=](actors::hello_atom, const std::string& t) {
-        if (!token.empty() && t != token) {
+        const auto& st = self->state;
+        if (!st.token.empty() && t != st.token) {
           actors::worker_info no;
-          no.name = info.name;
+          no.name = st.info.name;
           no.refusal = t.empty() ? "this worker requires a token (--token / DOPPLER_TOKEN)" : "wrong token";
           return no;
         }
-        return info;
+        return st.info;
       },
   };
 }
@@ -226,7 +251,7 @@ struct worker::impl {
   caf::actor_system sys;
   std::uint16_t port = 0;
   std::vector<std::string> ids;
-  std::vector<actors::device_actor> devices;
+  std::string token;
   actors::worker_actor self;
 
   impl(cluster cl, engine_options o)
@@ -234,9 +259,16 @@ struct worker::impl {
         c(std::make_shared<const cluster>(std::move(cl))),
         kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend, c, opt.costs)),
         sys(configure(cfg, opt)) {}
-  ~impl() {
-    if (self) caf::anon_send_exit(self, caf::exit_reason::user_shutdown);
-    for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  ~impl() {  // stop the devices the worker serves now (the actor system waits for every actor), then it
+    if (!self) return;
+    caf::scoped_actor me{sys};
+    me->request(self, std::chrono::seconds(10), actors::hello_atom::value, token)
+        .receive(
+            [&](actors::worker_info& info) {
+              for (auto& d : info.devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+            },
+            [](caf::error&) {});
+    caf::anon_send_exit(self, caf::exit_reason::user_shutdown);
   }
 };
 
@@ -247,19 +279,23 @@ worker::worker(cluster c, std::vector<device_index> devices, engine_options opt,
   info.ok = true;
   info.name = w.name.empty() ? impl_->c->name() : w.name;
   info.named = w.named;
-  for (device_index d : devices) {
+  for (device_index d : devices)
     if (d >= impl_->c->device_count()) throw error(errc::bad_argument, "worker: no device " + std::to_string(d));
+  // served device k is device devices[k] of the worker's cluster (a run may assign it another index)
+  auto spawn = [&sys = impl_->sys, opt = impl_->opt, kernels = impl_->kernels, devices](device_index k) {
     actors::device_options o;
-    o.index = d;
-    o.streams = impl_->opt.streams;
-    o.kernels = impl_->kernels;
-    auto dev = actors::spawn_device(impl_->sys, std::move(o));
-    info.ids.push_back((*impl_->c)[d].id);
-    info.devices.push_back(caf::actor_cast<caf::actor>(dev));
-    impl_->devices.push_back(std::move(dev));
+    o.index = devices[k];
+    o.streams = opt.streams;
+    o.kernels = kernels;
+    return actors::spawn_device(sys, std::move(o));
+  };
+  for (device_index k = 0; k < devices.size(); ++k) {
+    info.ids.push_back((*impl_->c)[devices[k]].id);
+    info.devices.push_back(caf::actor_cast<caf::actor>(spawn(k)));
   }
   impl_->ids = info.ids;
-  impl_->self = impl_->sys.spawn(worker_impl, std::move(info), w.token);
+  impl_->token = w.token;
+  impl_->self = impl_->sys.spawn(worker_impl, std::move(info), w.token, spawn);
   // reuse_addr: a restarted worker can listen on its old port at once
   auto port = impl_->sys.middleman().publish(impl_->self, w.port, w.host.c_str(), true);
   if (!port)

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -196,6 +197,12 @@ TEST_CASE("two of four devices served by a worker in another actor system: outpu
     CHECK(served->calls.exchange(0) == static_cast<int>(on_remote));
     CHECK(r.transfers.back() > 0);
   }
+  // a served device that dies is replaced by the worker; the engine fails naming the worker until it
+  // attaches again
+  e.kill_device(2);
+  CHECK_THROWS_WITH_AS(e.run(g, p), doctest::Contains("(worker 127.0.0.1:"), run_failure);
+  CHECK(e.attach_worker("127.0.0.1", w.port()) == std::vector<device_index>{2, 3});
+  check_equals_reference(g, e.run(g, p, run_options{}.with_seed(6).keep_all()), 6);
 }
 
 TEST_CASE("attach_worker: no network, an unreachable worker, devices that do not fit: clear errors") {
@@ -232,6 +239,18 @@ TEST_CASE("a llama block over 2 worker processes x 2 devices equals the single-p
   engine single(c);
   auto s = single.run(g, p, run_options{}.with_seed(3).keep_all());
   for (op_index i = 0; i < g.size(); ++i) CHECK(max_abs_diff(r.outputs[i], s.outputs[i]) <= 1e-5);
+
+  // the workers outlive the engine: a second engine (the next `doppler run`) uses them again
+  std::optional<engine> next;
+  next.emplace(c, engine_options{}.with_network());
+  next->attach_worker("127.0.0.1", a.port());
+  next->attach_worker("127.0.0.1", b.port());
+  check_equals_reference(g, next->run(g, p, run_options{}.with_seed(5).keep_all()), 5);
+  next.reset();
+  engine third(c, engine_options{}.with_network());
+  third.attach_worker("127.0.0.1", a.port());
+  third.attach_worker("127.0.0.1", b.port());
+  check_equals_reference(g, third.run(g, p, run_options{}.with_seed(5).keep_all()), 5);
 }
 
 TEST_CASE("a worker killed mid-run ends the run within 2 s naming it and a restarted worker is reattached") {
