@@ -37,7 +37,7 @@ struct run_flags {
   std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
       costs_file, backend = "cpu", scheduler = "stealing";
   std::vector<std::string> workers;  // HOST:PORT
-  std::string token;
+  std::string token, tls_cert, tls_key, tls_ca;
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
   double timeout = 600;
@@ -113,6 +113,7 @@ void run_command(const run_flags& f) {
 
   engine e(c, engine_options{}
                   .with_network(!f.workers.empty())
+                  .with_tls(f.tls_cert, f.tls_key, f.tls_ca)
                   .with_scheduler(f.scheduler)
                   .with_streams(f.streams)
                   .with_backend(f.backend)
@@ -200,6 +201,10 @@ void add_run_commands(CLI::App& app) {
                   "worker by worker; named ones (--devices ids, --name HOST) the devices of the same id")
       ->delimiter(',');
   cmd->add_option("--token", f->token, "Shared token the workers require (default: $DOPPLER_TOKEN)");
+  cmd->add_option("--tls-cert", f->tls_cert, "TLS to the workers (CAF's openssl module): this side's PEM certificate; "
+                                             "with --tls-key and --tls-ca, the workers' must verify against it");
+  cmd->add_option("--tls-key", f->tls_key, "TLS: the PEM key of --tls-cert");
+  cmd->add_option("--tls-ca", f->tls_ca, "TLS: PEM CA file the peer's certificate must verify against");
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_command(*f); });
   add_calibrate_command(app);
@@ -207,7 +212,7 @@ void add_run_commands(CLI::App& app) {
   auto* wk = app.add_subcommand("worker", "Serve device actors to `doppler run --workers` over TCP (CAF's middleman) "
                                           "until killed; prints `listening on HOST:PORT`");
   struct worker_flags {
-    std::string listen = "127.0.0.1:0", cluster_spec, name, token, backend = "cpu";
+    std::string listen = "127.0.0.1:0", cluster_spec, name, token, backend = "cpu", tls_cert, tls_key, tls_ca;
     std::vector<std::string> devices;
     int streams = 1;
   };
@@ -225,6 +230,10 @@ void add_run_commands(CLI::App& app) {
   wk->add_option("--token", w->token, "Refuse runs that do not present this token (default: $DOPPLER_TOKEN)");
   wk->add_option("--streams", w->streams, "Concurrent ops per device")->capture_default_str();
   wk->add_option("--backend", w->backend, "Kernel backend: cpu, emulate (needs named devices), null")->capture_default_str();
+  wk->add_option("--tls-cert", w->tls_cert, "Serve over TLS (CAF's openssl module): this worker's PEM certificate; "
+                                            "with --tls-key and --tls-ca (runs must present a certificate it verifies)");
+  wk->add_option("--tls-key", w->tls_key, "TLS: the PEM key of --tls-cert");
+  wk->add_option("--tls-ca", w->tls_ca, "TLS: PEM CA file a run's certificate must verify against");
   wk->callback([w] {
     if (w->streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
     auto [host, port] = host_port(w->listen, "--listen", true);
@@ -246,10 +255,11 @@ void add_run_commands(CLI::App& app) {
       throw error(errc::bad_argument, "", "--devices", "give --devices (cpu:N or ids of --cluster) or --cluster and --name");
     }
     worker served(c, ds,
-                  engine_options{}.with_streams(w->streams).with_backend(w->backend),
+                  engine_options{}.with_streams(w->streams).with_backend(w->backend)
+                      .with_tls(w->tls_cert, w->tls_key, w->tls_ca),
                   worker_options{}.with_host(host).with_port(port).with_token(token_or_env(w->token))
                       .with_name(w->name).with_named(!spec));
-    std::cout << fmt::format("listening on {}:{}\n", host, served.port());
+    std::cout << fmt::format("listening on {}:{}{}\n", host, served.port(), w->tls_cert.empty() ? "" : " (TLS)");
     if (spec) {
       std::cout << fmt::format("serving {} anonymous devices (they take a run's devices in order)\n", ds.size());
     } else {

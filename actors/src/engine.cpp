@@ -7,9 +7,13 @@
 #include <doppler/runtime/error.hpp>
 
 #include <caf/io/all.hpp>
+#ifdef DOPPLER_HAVE_CAF_OPENSSL
+#include <caf/openssl/all.hpp>
+#endif
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <numeric>
@@ -21,8 +25,25 @@ namespace {
 caf::actor_system_config& configure(caf::actor_system_config& cfg, const engine_options& opt) {
   cfg.add_message_types<caf::id_block::doppler_actors>();
   if (opt.scheduler_threads > 0) cfg.set("scheduler.max-threads", opt.scheduler_threads);
+  if (opt.tls()) {
+#ifdef DOPPLER_HAVE_CAF_OPENSSL
+    if (!opt.network) throw error(errc::bad_argument, "engine: TLS options need network");
+    if (opt.tls_certificate.empty() || opt.tls_key.empty() || opt.tls_cafile.empty())
+      throw error(errc::bad_argument, "engine: TLS needs a certificate, its key and a CA file");
+    for (const auto* f : {&opt.tls_certificate, &opt.tls_key, &opt.tls_cafile})
+      if (!std::ifstream(*f)) throw error(errc::io, *f, "", "TLS: cannot read this file");
+    cfg.openssl_certificate = opt.tls_certificate;
+    cfg.openssl_key = opt.tls_key;
+    cfg.openssl_cafile = opt.tls_cafile;
+#else
+    throw error(errc::bad_argument, "engine: TLS requested, but doppler was built without CAF's openssl module");
+#endif
+  }
   if (opt.network) {
     cfg.load<caf::io::middleman>();
+#ifdef DOPPLER_HAVE_CAF_OPENSSL
+    if (opt.tls()) cfg.load<caf::openssl::manager>();
+#endif
     // BASP handshake: a CAF node of another application is refused before any message is read.
     cfg.set("middleman.app-identifiers", std::vector<std::string>{"doppler/1"});
   }
@@ -156,7 +177,12 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
   const cluster& c = *impl_->c;
   std::string where = "worker " + host + ":" + std::to_string(port);
   if (!impl_->opt.network) throw error(errc::bad_argument, "attach_worker " + where + ": the engine was built without network");
-  auto w = impl_->sys.middleman().remote_actor<actors::worker_actor>(host, port);
+  auto w = [&] {
+#ifdef DOPPLER_HAVE_CAF_OPENSSL
+    if (impl_->opt.tls()) return caf::openssl::remote_actor<actors::worker_actor>(impl_->sys, host, port);
+#endif
+    return impl_->sys.middleman().remote_actor<actors::worker_actor>(host, port);
+  }();
   if (!w) throw run_failure(where + ": cannot connect: " + impl_->sys.render(w.error()), std::nullopt, std::nullopt);
   actors::worker_info info;
   std::string failed;
@@ -297,7 +323,12 @@ worker::worker(cluster c, std::vector<device_index> devices, engine_options opt,
   impl_->token = w.token;
   impl_->self = impl_->sys.spawn(worker_impl, std::move(info), w.token, spawn);
   // reuse_addr: a restarted worker can listen on its old port at once
-  auto port = impl_->sys.middleman().publish(impl_->self, w.port, w.host.c_str(), true);
+  auto port = [&] {
+#ifdef DOPPLER_HAVE_CAF_OPENSSL
+    if (impl_->opt.tls()) return caf::openssl::publish(impl_->self, w.port, w.host.c_str(), true);
+#endif
+    return impl_->sys.middleman().publish(impl_->self, w.port, w.host.c_str(), true);
+  }();
   if (!port)
     throw error(errc::io, "worker: cannot listen on " + w.host + ":" + std::to_string(w.port) + ": " +
                               impl_->sys.render(port.error()));

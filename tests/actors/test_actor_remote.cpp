@@ -392,3 +392,62 @@ TEST_CASE("a cluster file with host names: workers started with --name serve the
   CHECK(out.find("serves cpu2 cpu3") != std::string::npos);
   CHECK(out.find("measured makespan") != std::string::npos);
 }
+
+TEST_CASE("TLS: a worker and an engine with certificates run over CAF's openssl module") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("doppler_tls_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  struct cleanup {
+    fs::path p;
+    ~cleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } rm{dir};
+  std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
+  auto made = sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " + key +
+                 " -out " + cert);
+  if (made.first != 0) {
+    MESSAGE("openssl CLI unavailable, TLS test skipped: " << made.second);
+    return;
+  }
+  cluster c = make_preset("cpu:4");
+  auto tls = engine_options{}.with_tls(cert, key, cert);  // self-signed: the certificate is its own CA
+  std::unique_ptr<worker> w;
+  try {
+    w = std::make_unique<worker>(c, std::vector<device_index>{2, 3}, tls);
+  } catch (const doppler::error& e) {
+    if (std::string(e.what()).find("without CAF's openssl module") != std::string::npos) {
+      MESSAGE("built without CAF's openssl module: TLS test skipped");
+      return;
+    }
+    throw;
+  }
+  engine e(c, engine_options(tls).with_network());
+  CHECK(e.attach_worker("127.0.0.1", w->port()) == std::vector<device_index>{2, 3});
+  graph g = small_llama();
+  check_equals_reference(g, e.run(g, round_robin(g, c), run_options{}.with_seed(8).keep_all()), 8);
+
+  // a plain-TCP engine cannot talk to the TLS worker: a clear error, no hang
+  engine plain(c, engine_options{}.with_network());
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(plain.attach_worker("127.0.0.1", w->port()), run_failure);
+  CHECK(seconds_since(t0) < 30.0);
+  // TLS options without all three files are refused
+  CHECK_THROWS_AS(engine(c, engine_options{}.with_network().with_tls(cert, "", "")), doppler::error);
+
+  // the same between processes: `doppler worker --tls-*` and `doppler run --workers ... --tls-*`
+  std::string files = " --tls-cert " + cert + " --tls-key " + key + " --tls-ca " + cert;
+  worker_process wp({"--devices", "cpu:2", "--tls-cert", cert, "--tls-key", key, "--tls-ca", cert});
+  CHECK(wp.output().find("(TLS)") != std::string::npos);
+  std::string cli = DOPPLER_CLI_PATH, gf = (dir / "g.json").string();
+  REQUIRE(sh(cli + " workload llama-block --dim 32 --heads 4 --seq 8 --shards 2 -o " + gf).first == 0);
+  std::string run = cli + " run --graph " + gf + " --cluster cpu:3 --repeat 1 --warmup 0 --workers 127.0.0.1:" +
+                    std::to_string(wp.port());
+  auto ok = sh(run + files);
+  CAPTURE(ok.second);
+  CHECK(ok.first == 0);
+  CHECK(ok.second.find("serves cpu0 cpu1") != std::string::npos);
+  auto refused = sh(run);  // plain TCP to a TLS worker
+  CHECK(refused.first != 0);
+}

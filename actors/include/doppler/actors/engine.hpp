@@ -36,6 +36,9 @@ struct engine_options {
   /// `sharing` (one queue, waiters notified: about half the cross-device wait on an idle host).
   std::string scheduler = "stealing";
   bool network = false;              ///< load CAF's middleman: devices in other processes (`attach_worker`, `worker`)
+  /// TLS for `network` (CAF's openssl module): this side's PEM certificate and key, and the CA file
+  /// peers' certificates must verify against (mutual authentication). All empty: plain TCP.
+  std::string tls_certificate, tls_key, tls_cafile;
 
   engine_options& with_streams(int s) { streams = s; return *this; }
   engine_options& with_backend(std::string name) { backend = std::move(name); return *this; }
@@ -45,6 +48,11 @@ struct engine_options {
   engine_options& with_scheduler_threads(std::size_t n) { scheduler_threads = n; return *this; }
   engine_options& with_network(bool on = true) { network = on; return *this; }
   engine_options& with_scheduler(std::string name) { scheduler = std::move(name); return *this; }
+  engine_options& with_tls(std::string certificate, std::string key, std::string cafile) {
+    tls_certificate = std::move(certificate), tls_key = std::move(key), tls_cafile = std::move(cafile);
+    return *this;
+  }
+  bool tls() const noexcept { return !tls_certificate.empty() || !tls_key.empty() || !tls_cafile.empty(); }
 };
 
 struct run_options {
