@@ -5,6 +5,8 @@
 // the steady clocks identical, so producer → consumer times are comparable). Local = all devices in
 // the engine's own actor system.
 //
+// <remote>: 0 = local, 1 = remote over plain TCP, 2 = remote over TLS (CAF's openssl module, a
+// self-signed certificate made with the openssl CLI in /tmp).
 // bm_ops/<remote>/<shape>: per-op overhead with the `null` backend (no work: the protocol alone).
 //   shape 0 = chain: 1,000 ops one after another on device 1 (each op: execute → op_done round trip)
 //   shape 1 = DAG: 16 lanes × 200 levels, lanes 0–7 on device 0, 8–15 on device 1 (two inputs per
@@ -23,8 +25,12 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,16 +39,34 @@ namespace {
 
 using namespace doppler;
 
-/// An engine on cpu:2; with `remote`, device 1 comes from a worker in another actor system (device 0
-/// stays in the engine's).
+/// A self-signed certificate (its own CA) for the TLS cases, made once with the openssl CLI; empty
+/// when that fails.
+const std::string& tls_cert_dir() {
+  static const std::string dir = [] {
+    std::string d = "/tmp/doppler_bench_tls_" + std::to_string(::getpid());
+    std::string cmd = "mkdir -p " + d + " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
+                      d + "/key.pem -out " + d + "/cert.pem >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0 ? d : std::string();
+  }();
+  return dir;
+}
+
+/// An engine on cpu:2. mode 0: local; 1: device 1 comes from a worker in another actor system over
+/// plain TCP (device 0 stays in the engine's); 2: the same over TLS.
 struct setup {
   cluster c = make_preset("cpu:2");
   std::optional<worker> w;
   std::optional<engine> e;
-  setup(bool remote, const std::string& backend) {
-    if (remote) w.emplace(c, std::vector<device_index>{1}, engine_options{}.with_backend(backend));
-    e.emplace(c, engine_options{}.with_backend(backend).with_network(remote));
-    if (remote) e->attach_worker("127.0.0.1", w->port());
+  setup(std::int64_t mode, const std::string& backend) {
+    auto opt = engine_options{}.with_backend(backend).with_network(mode > 0);
+    if (mode == 2) {
+      const auto& d = tls_cert_dir();
+      if (d.empty()) throw std::runtime_error("openssl CLI failed: no certificate for the TLS case");
+      opt.with_tls(d + "/cert.pem", d + "/key.pem", d + "/cert.pem");
+    }
+    if (mode > 0) w.emplace(c, std::vector<device_index>{1}, opt);
+    e.emplace(c, opt);
+    if (mode > 0) e->attach_worker("127.0.0.1", w->port());
   }
 };
 
@@ -79,7 +103,7 @@ std::pair<std::shared_ptr<const graph>, placement> op_graph(bool dag) {
 }
 
 void bm_ops(benchmark::State& state) {
-  setup s(state.range(0) == 1, "null");
+  setup s(state.range(0), "null");
   auto [g, p] = op_graph(state.range(1) == 1);
   auto opt = run_options{}.with_trace(false);
   s.e->run(g, p, opt);  // warm-up
@@ -95,7 +119,7 @@ void bm_ops(benchmark::State& state) {
 }
 
 void bm_transfer(benchmark::State& state) {
-  setup s(state.range(0) == 1, "cpu");
+  setup s(state.range(0), "cpu");
   std::int64_t mb = state.range(1);
   graph_builder b("remote-transfer");
   op_spec x;
@@ -156,7 +180,7 @@ void bm_serialize(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(bm_serialize)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(bm_ops)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"remote", "dag"})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(bm_transfer)->ArgsProduct({{0, 1}, {1, 16}})->ArgNames({"remote", "MB"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(bm_ops)->ArgsProduct({{0, 1, 2}, {0, 1}})->ArgNames({"remote", "dag"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(bm_transfer)->ArgsProduct({{0, 1, 2}, {1, 16}})->ArgNames({"remote", "MB"})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();
