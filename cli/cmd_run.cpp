@@ -41,7 +41,7 @@ struct run_flags {
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
   double timeout = 600;
-  bool json = false;
+  bool json = false, failover = false;
 };
 
 /// A device by id or index.
@@ -137,6 +137,7 @@ void run_command(const run_flags& f) {
   run_options ro;
   ro.mode = mode;
   ro.seed = f.seed;
+  ro.failover = f.failover;
   if (f.warmup > 0) e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false));
   auto r = e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty()));
 
@@ -205,6 +206,8 @@ void add_run_commands(CLI::App& app) {
                                              "with --tls-key and --tls-ca, the workers' must verify against it");
   cmd->add_option("--tls-key", f->tls_key, "TLS: the PEM key of --tls-cert");
   cmd->add_option("--tls-ca", f->tls_ca, "TLS: PEM CA file the peer's certificate must verify against");
+  cmd->add_flag("--failover", f->failover, "When a worker is lost mid-run, re-place its ops on the surviving "
+                                           "devices and run again instead of failing");
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_command(*f); });
   add_calibrate_command(app);

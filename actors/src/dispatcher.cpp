@@ -275,7 +275,8 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         // every device takes the plan first; then the clock starts and entries go out
         auto pending = std::make_shared<std::size_t>(p.devices.size());
         std::shared_ptr<plan_text> text;  // for devices in other processes, built once
-        for (auto& d : p.devices) {
+        for (device_index di = 0; di < p.devices.size(); ++di) {
+          const auto& d = p.devices[di];
           auto req = [&] {
             if (d.node() == self->node())
               return self->request(d, std::chrono::seconds(30), begin_atom::value, plan_ref{st.plan});
@@ -308,7 +309,11 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
                     flush(self);
                   },
                   [=](caf::error& err) {
-                    fail_run(self, "a device did not take the plan: " + self->system().render(err));
+                    auto& s = self->state;
+                    if (s.finished) return;
+                    s.report.failed_device = di;
+                    fail_run(self, "device " + device_name(*s.plan, di) + " did not take the plan: " +
+                                       self->system().render(err));
                   });
         }
         return st.promise;

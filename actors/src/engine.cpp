@@ -65,6 +65,8 @@ struct engine::impl {
   std::mutex mutex;  // guards devices, where
   std::vector<actors::device_actor> devices;
   std::vector<std::string> where;  // per device: "" (here) or "worker HOST:PORT"
+  std::vector<bool> lost;          // a worker's device that no longer answers (until attached again)
+  std::vector<actors::device_actor> stand_in;  // per lost device: a local device of failover runs (no ops)
   std::atomic<std::uint64_t> next_run{1};
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
 
@@ -76,10 +78,14 @@ struct engine::impl {
     if (opt.streams < 1) throw error(errc::bad_argument, "engine: streams must be >= 1");
     for (device_index d = 0; d < c->device_count(); ++d) devices.push_back(spawn(d));
     where.assign(c->device_count(), {});
+    lost.assign(c->device_count(), false);
+    stand_in.resize(c->device_count());
   }
   ~impl() {  // only the devices of this process: a worker's devices outlive the engine
-    for (device_index d = 0; d < devices.size(); ++d)
+    for (device_index d = 0; d < devices.size(); ++d) {
       if (where[d].empty()) caf::anon_send_exit(devices[d], caf::exit_reason::user_shutdown);
+      if (stand_in[d]) caf::anon_send_exit(stand_in[d], caf::exit_reason::user_shutdown);
+    }
   }
 
   actors::device_actor spawn(device_index d) {
@@ -90,18 +96,58 @@ struct engine::impl {
     return actors::spawn_device(sys, std::move(o));
   }
 
-  /// Respawns every local device actor that no longer answers. (A lost worker's devices stay lost:
-  /// the next run fails naming the worker until `attach_worker` reconnects it.)
-  void heal() {
+  /// Respawns every local device actor that no longer answers, and marks a worker's device that no
+  /// longer answers as lost (it stays lost — a run on it fails naming the worker — until
+  /// `attach_worker` reconnects it). Returns the devices newly found lost.
+  std::vector<device_index> heal() {
     caf::scoped_actor self{sys};
     std::lock_guard lock(mutex);
+    std::vector<device_index> newly_lost;
     for (device_index d = 0; d < devices.size(); ++d) {
-      if (!where[d].empty()) continue;
+      if (lost[d]) continue;
       bool alive = false;
-      self->request(devices[d], std::chrono::seconds(5), actors::bytes_atom::value)
-          .receive([&](std::uint64_t) { alive = true; }, [&](caf::error&) { alive = false; });
-      if (!alive) devices[d] = spawn(d);
+      if (where[d].empty()) {
+        self->request(devices[d], std::chrono::seconds(5), actors::bytes_atom::value)
+            .receive([&](std::uint64_t) { alive = true; }, [&](caf::error&) { alive = false; });
+      } else {
+        // A proxy whose connection is gone drops requests silently (CAF 0.17): ask for its down
+        // message instead, which a dead actor's monitor delivers at once.
+        alive = true;
+        self->monitor(devices[d]);
+        self->receive([&](caf::down_msg&) { alive = false; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
+        self->demonitor(devices[d].address());
+      }
+      if (alive) continue;
+      if (where[d].empty()) {
+        devices[d] = spawn(d);
+      } else {
+        lost[d] = true;
+        newly_lost.push_back(d);
+      }
     }
+    return newly_lost;
+  }
+
+  /// Failover: the ops of lost devices go to the surviving devices, the k-th lost device's ops all to
+  /// the k-th survivor (cyclically), so that what ran together stays together.
+  placement without_lost(const placement& p, const std::string& why) {
+    std::lock_guard lock(mutex);
+    std::vector<device_index> survivors, moved(lost.size());
+    for (device_index d = 0; d < lost.size(); ++d)
+      if (!lost[d]) survivors.push_back(d);
+    if (survivors.empty()) throw run_failure("failover: no device survives (" + why + ")", std::nullopt, std::nullopt);
+    std::size_t k = 0;
+    for (device_index d = 0; d < lost.size(); ++d) moved[d] = lost[d] ? survivors[k++ % survivors.size()] : d;
+    placement q = p;
+    for (auto& d : q.device) d = moved[d];
+    return q;
+  }
+
+  bool uses_lost(const placement& p) {
+    std::lock_guard lock(mutex);
+    for (auto d : p.device)
+      if (d < lost.size() && lost[d]) return true;
+    return false;
   }
 };
 
@@ -119,16 +165,27 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
   if (opt.repeat < 1) throw error(errc::bad_argument, "run: repeat must be >= 1");
   if (impl_->suspect.exchange(false)) impl_->heal();
   run_result result;
+  placement cur = p;
+  if (opt.failover && impl_->uses_lost(cur)) {
+    cur = impl_->without_lost(cur, "devices lost before this run");
+    result.failovers.push_back("devices of a lost worker were re-placed before the run");
+  }
   for (int k = 0; k < opt.repeat; ++k) {
     auto plan = std::make_shared<actors::run_plan>();
     plan->run = impl_->next_run++;
     plan->g = g;
     plan->c = impl_->c;
-    plan->p = p;
+    plan->p = cur;
     {
       std::lock_guard lock(impl_->mutex);
       plan->devices = impl_->devices;
       plan->where = impl_->where;
+      if (opt.failover)  // lost devices get no ops: a local stand-in answers begin / collect / end
+        for (device_index d = 0; d < plan->devices.size(); ++d)
+          if (impl_->lost[d]) {
+            if (!impl_->stand_in[d]) impl_->stand_in[d] = impl_->spawn(d);
+            plan->devices[d] = impl_->stand_in[d];
+          }
     }
     plan->mode = opt.mode;
     plan->seed = opt.seed;
@@ -138,7 +195,13 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     actors::finish_plan(*plan);
     auto rep = actors::execute_plan(impl_->sys, plan);
     if (!rep.ok) {
-      impl_->heal();
+      auto newly_lost = impl_->heal();
+      if (opt.failover && !newly_lost.empty()) {  // run this repeat again without the lost devices
+        cur = impl_->without_lost(cur, rep.failure);
+        result.failovers.push_back(rep.failure);
+        --k;
+        continue;
+      }
       bool names_op = rep.failure.rfind("op '", 0) == 0;
       bool names_device = names_op || rep.failure.rfind("device ", 0) == 0;
       throw run_failure(rep.failure, names_op ? std::optional<op_index>(rep.failed_op) : std::nullopt,
@@ -213,6 +276,7 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
   }
   for (std::size_t k = 0; k < mapped.size(); ++k) {
     device_index d = mapped[k];
+    impl_->lost[d] = false;
     if (impl_->where[d].empty()) caf::anon_send_exit(impl_->devices[d], caf::exit_reason::user_shutdown);
     impl_->devices[d] = caf::actor_cast<actors::device_actor>(info.devices[k]);
     impl_->where[d] = where;

@@ -205,6 +205,50 @@ TEST_CASE("two of four devices served by a worker in another actor system: outpu
   check_equals_reference(g, e.run(g, p, run_options{}.with_seed(6).keep_all()), 6);
 }
 
+/// The CPU backend, each kernel first sleeping `delay` (a run that stays in flight).
+class slow_backend final : public actors::backend {
+ public:
+  explicit slow_backend(std::chrono::milliseconds delay) : delay_(delay) {}
+  std::string_view name() const noexcept override { return "slow"; }
+  tensor execute(const graph& g, op_index i, std::span<const tensor* const> in, std::uint64_t seed) override {
+    std::this_thread::sleep_for(delay_);
+    return execute_op(g, i, in, seed);
+  }
+
+ private:
+  std::chrono::milliseconds delay_;
+};
+
+TEST_CASE("failover: a worker lost mid-run has its ops re-placed on the survivors and the run finishes") {
+  cluster c = make_preset("cpu:4");
+  auto w = std::make_unique<worker>(c, std::vector<device_index>{2, 3},
+                                    engine_options{}.with_custom_backend(std::make_shared<slow_backend>(20ms)));
+  std::string where = "worker 127.0.0.1:" + std::to_string(w->port());
+  engine e(c, engine_options{}.with_network());
+  e.attach_worker("127.0.0.1", w->port());
+  graph g = small_llama();
+  placement p = round_robin(g, c);
+  auto opt = run_options{}.with_seed(9).keep_all().with_failover();
+  auto run = std::async(std::launch::async, [&] { return e.run(g, p, opt); });
+  std::this_thread::sleep_for(300ms);
+  REQUIRE(run.wait_for(0s) == std::future_status::timeout);  // in flight (≥ 25 ops × 20 ms remote)
+  w.reset();  // the worker goes away mid-run
+  auto r = run.get();
+  check_equals_reference(g, r, 9);
+  // one failover per device found lost (the worker's two devices may go down one after the other)
+  REQUIRE(!r.failovers.empty());
+  CHECK(r.failovers.size() <= 2);
+  for (const auto& f : r.failovers) {
+    MESSAGE(f);
+    CHECK(f.find(where) != std::string::npos);
+  }
+  // the next failover run re-places up front; without failover it fails naming the worker
+  auto again = e.run(g, p, opt);
+  check_equals_reference(g, again, 9);
+  CHECK(again.failovers.size() == 1);
+  CHECK_THROWS_WITH_AS(e.run(g, p), doctest::Contains(where.c_str()), run_failure);
+}
+
 TEST_CASE("attach_worker: no network, an unreachable worker, devices that do not fit: clear errors") {
   cluster c = make_preset("cpu:2");
   engine local(c);

@@ -62,6 +62,9 @@ struct run_options {
   bool trace = true;                 ///< record events (for chrome_trace)
   actors::keep_outputs keep = actors::keep_outputs::exits;
   std::optional<std::chrono::milliseconds> timeout;  ///< overrides engine_options::timeout
+  /// When a worker is lost mid-run, re-place its devices' ops on the surviving devices and run that
+  /// repeat again from the start (instead of throwing); also re-places ops of devices lost earlier.
+  bool failover = false;
 
   run_options& with_mode(exec_mode m) { mode = m; return *this; }
   run_options& with_repeat(int n) { repeat = n; return *this; }
@@ -69,6 +72,7 @@ struct run_options {
   run_options& with_trace(bool on = true) { trace = on; return *this; }
   run_options& keep_all() { keep = actors::keep_outputs::all; return *this; }
   run_options& with_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
+  run_options& with_failover(bool on = true) { failover = on; return *this; }
 };
 
 /// What `engine::run` returns.
@@ -82,6 +86,8 @@ struct run_result {
   std::vector<sim_result> runs;
   std::vector<std::uint64_t> bytes_moved;  ///< per repeat: bytes copied between devices
   std::vector<std::uint64_t> transfers;    ///< per repeat: tensor copies between devices
+  /// With `failover`: the failures survived by re-placing a lost worker's ops (empty: none).
+  std::vector<std::string> failovers;
 
   std::vector<double> makespans() const;
   double mean_makespan() const;
