@@ -161,6 +161,7 @@ void run_command(const run_flags& f) {
                      {"makespan_max_s", r.max_makespan()}, {"makespans_s", ms}, {"simulated_s", simulated},
                      {"utilization", util},         {"bytes_moved", bytes},  {"transfers", r.transfers.back()}};
     if (!f.trace_file.empty()) j["trace"] = f.trace_file;
+    if (!r.failovers.empty()) j["failovers"] = r.failovers;
     std::cout << j.dump() << "\n";
     return;
   }
@@ -171,6 +172,7 @@ void run_command(const run_flags& f) {
   std::cout << "utilization:";
   for (device_index d = 0; d < c.device_count(); ++d) std::cout << fmt::format(" {} {:.0f}%", c[d].id, 100 * util[d]);
   std::cout << fmt::format("\nmoved {:.0f} bytes in {} transfers\n", bytes, r.transfers.back());
+  for (const auto& why : r.failovers) std::cout << "failover (ops re-placed on the surviving devices) after: " << why << "\n";
   if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
 }
 
