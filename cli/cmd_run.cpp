@@ -204,8 +204,8 @@ void add_run_commands(CLI::App& app) {
                   "worker by worker; named ones (--devices ids, --name HOST) the devices of the same id")
       ->delimiter(',');
   cmd->add_option("--token", f->token, "Shared token the workers require (default: $DOPPLER_TOKEN)");
-  cmd->add_option("--tls-cert", f->tls_cert, "TLS to the workers (CAF's openssl module): this side's PEM certificate; "
-                                             "with --tls-key and --tls-ca, the workers' must verify against it");
+  cmd->add_option("--tls-cert", f->tls_cert, "TLS to the workers (CAF's openssl module): this side's PEM certificate "
+                                             "(needs --tls-key and --tls-ca; workers must also use TLS)");
   cmd->add_option("--tls-key", f->tls_key, "TLS: the PEM key of --tls-cert");
   cmd->add_option("--tls-ca", f->tls_ca, "TLS: PEM CA file the peer's certificate must verify against");
   cmd->add_flag("--failover", f->failover, "When a worker is lost mid-run, re-place its ops on the surviving "
@@ -228,15 +228,15 @@ void add_run_commands(CLI::App& app) {
                  "Devices to serve: a spec such as cpu:2 (that many anonymous devices, which take a run's devices "
                  "in order) or ids / indexes of --cluster (matched by id)")
       ->delimiter(',');
-  wk->add_option("--cluster", w->cluster_spec, "Cluster (doppler-cluster/1 file or preset) the --devices ids or --name "
-                                               "refer to; the run must use the same one");
+  wk->add_option("--cluster", w->cluster_spec, "Cluster (doppler-cluster/1 file or preset; default cpu:4) the --devices "
+                                               "ids or --name refer to; the run must use the same one");
   wk->add_option("--name", w->name, "This worker's name; with --cluster and no --devices it serves the devices "
                                     "whose `host` is this name");
   wk->add_option("--token", w->token, "Refuse runs that do not present this token (default: $DOPPLER_TOKEN)");
   wk->add_option("--streams", w->streams, "Concurrent ops per device")->capture_default_str();
   wk->add_option("--backend", w->backend, "Kernel backend: cpu, emulate (needs named devices), null")->capture_default_str();
-  wk->add_option("--tls-cert", w->tls_cert, "Serve over TLS (CAF's openssl module): this worker's PEM certificate; "
-                                            "with --tls-key and --tls-ca (runs must present a certificate it verifies)");
+  wk->add_option("--tls-cert", w->tls_cert, "Serve over TLS (CAF's openssl module): this worker's PEM certificate "
+                                            "(needs --tls-key and --tls-ca; runs must present a certificate --tls-ca verifies)");
   wk->add_option("--tls-key", w->tls_key, "TLS: the PEM key of --tls-cert");
   wk->add_option("--tls-ca", w->tls_ca, "TLS: PEM CA file a run's certificate must verify against");
   wk->callback([w] {
