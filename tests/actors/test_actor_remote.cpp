@@ -211,18 +211,27 @@ class slow_backend final : public actors::backend {
   explicit slow_backend(std::chrono::milliseconds delay) : delay_(delay) {}
   std::string_view name() const noexcept override { return "slow"; }
   tensor execute(const graph& g, op_index i, std::span<const tensor* const> in, std::uint64_t seed) override {
+    ++calls;
     std::this_thread::sleep_for(delay_);
     return execute_op(g, i, in, seed);
   }
+  std::atomic<int> calls{0};
 
  private:
   std::chrono::milliseconds delay_;
 };
 
+/// Waits (bounded, generous) until `b` ran a kernel: the run is in flight on it.
+void wait_for_kernel(const slow_backend& b) {
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (b.calls == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  REQUIRE(b.calls > 0);
+}
+
 TEST_CASE("failover: a worker lost mid-run has its ops re-placed on the survivors and the run finishes") {
   cluster c = make_preset("cpu:4");
-  auto w = std::make_unique<worker>(c, std::vector<device_index>{2, 3},
-                                    engine_options{}.with_custom_backend(std::make_shared<slow_backend>(20ms)));
+  auto slow = std::make_shared<slow_backend>(20ms);
+  auto w = std::make_unique<worker>(c, std::vector<device_index>{2, 3}, engine_options{}.with_custom_backend(slow));
   std::string where = "worker 127.0.0.1:" + std::to_string(w->port());
   engine e(c, engine_options{}.with_network());
   e.attach_worker("127.0.0.1", w->port());
@@ -230,7 +239,7 @@ TEST_CASE("failover: a worker lost mid-run has its ops re-placed on the survivor
   placement p = round_robin(g, c);
   auto opt = run_options{}.with_seed(9).keep_all().with_failover();
   auto run = std::async(std::launch::async, [&] { return e.run(g, p, opt); });
-  std::this_thread::sleep_for(300ms);
+  wait_for_kernel(*slow);
   REQUIRE(run.wait_for(0s) == std::future_status::timeout);  // in flight (≥ 25 ops × 20 ms remote)
   w.reset();  // the worker goes away mid-run
   auto r = run.get();
@@ -247,6 +256,23 @@ TEST_CASE("failover: a worker lost mid-run has its ops re-placed on the survivor
   check_equals_reference(g, again, 9);
   CHECK(again.failovers.size() == 1);
   CHECK_THROWS_WITH_AS(e.run(g, p), doctest::Contains(where.c_str()), run_failure);
+}
+
+TEST_CASE("a worker serves one run at a time: a second engine is refused clearly while the first runs") {
+  cluster c = make_preset("cpu:2");
+  auto slow = std::make_shared<slow_backend>(20ms);
+  worker w(c, {1}, engine_options{}.with_custom_backend(slow));
+  engine first(c, engine_options{}.with_network()), second(c, engine_options{}.with_network());
+  first.attach_worker("127.0.0.1", w.port());
+  second.attach_worker("127.0.0.1", w.port());
+  graph g = small_llama();
+  placement p = round_robin(g, c);
+  auto run = std::async(std::launch::async, [&] { return first.run(g, p, run_options{}.with_seed(1).keep_all()); });
+  wait_for_kernel(*slow);
+  REQUIRE(run.wait_for(0s) == std::future_status::timeout);
+  CHECK_THROWS_WITH_AS(second.run(g, p), doctest::Contains("device busy"), run_failure);
+  check_equals_reference(g, run.get(), 1);  // the first run is undisturbed
+  check_equals_reference(g, second.run(g, p, run_options{}.with_seed(2).keep_all()), 2);  // then free
 }
 
 TEST_CASE("attach_worker: no network, an unreachable worker, devices that do not fit: clear errors") {
