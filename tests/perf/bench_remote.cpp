@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <optional>
@@ -39,16 +40,22 @@ namespace {
 
 using namespace doppler;
 
-/// A self-signed certificate (its own CA) for the TLS cases, made once with the openssl CLI; empty
-/// when that fails.
+/// A self-signed certificate (its own CA) for the TLS cases, made once with the openssl CLI and
+/// removed at exit; empty when that fails.
 const std::string& tls_cert_dir() {
-  static const std::string dir = [] {
-    std::string d = "/tmp/doppler_bench_tls_" + std::to_string(::getpid());
-    std::string cmd = "mkdir -p " + d + " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " +
-                      d + "/key.pem -out " + d + "/cert.pem >/dev/null 2>&1";
-    return std::system(cmd.c_str()) == 0 ? d : std::string();
-  }();
-  return dir;
+  struct cert_dir {
+    std::string path = (std::filesystem::temp_directory_path() / ("doppler_bench_tls_" + std::to_string(::getpid()))).string();
+    bool ok = std::system(("mkdir -p " + path + " && openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "
+                           "/CN=localhost -keyout " + path + "/key.pem -out " + path + "/cert.pem >/dev/null 2>&1")
+                              .c_str()) == 0;
+    ~cert_dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const cert_dir dir;
+  static const std::string none;
+  return dir.ok ? dir.path : none;
 }
 
 /// An engine on cpu:2. mode 0: local; 1: device 1 comes from a worker in another actor system over
