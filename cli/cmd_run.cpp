@@ -1,6 +1,6 @@
 // `doppler run`: execute a placed graph on the actor runtime (CPU backend) and print the measured
 // makespan next to the simulator's prediction for the same placement. `doppler worker` serves device
-// actors to a `doppler run --remote` in another process.
+// actors to a `doppler run --workers` in another process.
 
 #include "commands.hpp"
 
@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -37,11 +38,12 @@ struct run_flags {
   std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
       costs_file, backend = "cpu", scheduler = "stealing", transfers = "direct", plan_method = "greedy", refine;
   double chunk_bytes = 1 << 20;
-  std::vector<std::string> remote;  // DEVICE=HOST:PORT
+  std::vector<std::string> workers;  // HOST:PORT
+  std::string token, tls_cert, tls_key, tls_ca;
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
   double timeout = 600;
-  bool json = false;
+  bool json = false, failover = false;
 };
 
 /// A device by id or index.
@@ -54,6 +56,27 @@ device_index device_arg(const cluster& c, const std::string& s, const std::strin
   } catch (const std::exception&) {
   }
   throw error(errc::bad_argument, "", flag, "no device '" + s + "' in cluster '" + c.name() + "'");
+}
+
+/// "HOST:PORT" (PORT 0..65535; 0 only where `allow_zero`).
+std::pair<std::string, std::uint16_t> host_port(const std::string& s, const std::string& flag, bool allow_zero) {
+  auto colon = s.rfind(':');
+  std::string host = colon == std::string::npos ? "" : s.substr(0, colon);
+  std::string port = colon == std::string::npos ? "" : s.substr(colon + 1);
+  if (host.empty() || port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+    throw error(errc::bad_argument, "", flag, "'" + s + "': expected HOST:PORT");
+  unsigned long n = std::stoul(port);
+  if (n > 65535 || (n == 0 && !allow_zero))
+    throw error(errc::bad_argument, "", flag, "'" + s + "': port must be " + (allow_zero ? "0" : "1") + "..65535");
+  return {host, static_cast<std::uint16_t>(n)};
+}
+
+/// The shared token: the flag, else $DOPPLER_TOKEN.
+std::string token_or_env(const std::string& flag_value) {
+  if (!flag_value.empty()) return flag_value;
+  const char* env = std::getenv("DOPPLER_TOKEN");
+  return env ? env : "";
 }
 
 double mean(const std::vector<double>& xs) {
@@ -98,24 +121,22 @@ void run_command(const run_flags& f) {
   to.chunk_bytes = f.chunk_bytes;
   engine e(c, engine_options{}
                   .with_transfers(to)
-                  .with_network(!f.remote.empty())
+                  .with_network(!f.workers.empty())
+                  .with_tls(f.tls_cert, f.tls_key, f.tls_ca)
                   .with_scheduler(f.scheduler)
                   .with_streams(f.streams)
                   .with_backend(f.backend)
                   .with_costs(cm)
                   .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000))));
-  for (const auto& r : f.remote) {  // DEVICE=HOST:PORT
-    auto eq = r.find('='), colon = r.rfind(':');
-    if (eq == std::string::npos || colon == std::string::npos || colon < eq)
-      throw error(errc::bad_argument, "", "--remote", "'" + r + "': expected DEVICE=HOST:PORT");
-    int port = 0;
-    try {
-      port = std::stoi(r.substr(colon + 1));
-    } catch (const std::exception&) {
+  std::string token = token_or_env(f.token);
+  for (const auto& w : f.workers) {
+    auto [host, port] = host_port(w, "--workers", false);
+    auto ds = e.attach_worker(host, port, token);
+    if (!f.json) {
+      std::cout << "worker " << host << ":" << port << " serves";
+      for (device_index d : ds) std::cout << " " << c[d].id;
+      std::cout << "\n";
     }
-    if (port <= 0 || port > 65535) throw error(errc::bad_argument, "", "--remote", "'" + r + "': bad port");
-    e.attach(device_arg(c, r.substr(0, eq), "--remote"), r.substr(eq + 1, colon - eq - 1),
-             static_cast<std::uint16_t>(port));
   }
   if (!f.json)
     std::cout << fmt::format("run: graph {} ({} ops), cluster {} ({} devices), placement {}, mode {}, "
@@ -125,6 +146,7 @@ void run_command(const run_flags& f) {
   run_options ro;
   ro.mode = mode;
   ro.seed = f.seed;
+  ro.failover = f.failover;
   if (f.warmup > 0) e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false));
   auto r = e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty()));
 
@@ -153,6 +175,7 @@ void run_command(const run_flags& f) {
                      {"utilization", util},         {"bytes_moved", bytes},  {"transfers", r.transfers.back()},
                      {"transfer_mode", f.transfers}, {"planned_tensors", r.planned_tensors}};
     if (!f.trace_file.empty()) j["trace"] = f.trace_file;
+    if (!r.failovers.empty()) j["failovers"] = r.failovers;
     std::cout << j.dump() << "\n";
     return;
   }
@@ -165,6 +188,7 @@ void run_command(const run_flags& f) {
   std::cout << fmt::format("\nmoved {:.0f} bytes in {} transfers ({}", bytes, r.transfers.back(), f.transfers);
   if (f.transfers == "planned") std::cout << fmt::format(": {} tensors by plan", r.planned_tensors);
   std::cout << ")\n";
+  for (const auto& why : r.failovers) std::cout << "failover (ops re-placed on the surviving devices) after: " << why << "\n";
   if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
 }
 
@@ -190,8 +214,6 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--timeout", f->timeout, "Seconds before a run fails")->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
   cmd->add_option("--scheduler", f->scheduler, "CAF scheduler: stealing or sharing")->capture_default_str();
-  cmd->add_option("--remote", f->remote, "DEVICE=HOST:PORT: use the device a `doppler worker` serves there "
-                                         "(repeatable)");
   cmd->add_option("--transfers", f->transfers,
                   "direct: a copy per consumer device; planned: a tensor several devices need (or one routed "
                   "through another device) moves chunk by chunk as the comm-planner actor's multicast plan says")
@@ -201,32 +223,80 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--refine", f->refine, "planned transfers: a slower method (milp, auto, ...) refining cached "
                                          "plans in the background for later runs");
   cmd->add_option("--chunk-bytes", f->chunk_bytes, "planned transfers: target chunk size")->capture_default_str();
+  cmd->add_option("--workers", f->workers,
+                  "HOST:PORT[,HOST:PORT...]: run on the devices of these `doppler worker`s (CAF middleman over "
+                  "TCP). Anonymous worker devices (--devices cpu:N) take the cluster's devices in order, "
+                  "worker by worker; named ones (--devices ids, --name HOST) the devices of the same id")
+      ->delimiter(',');
+  cmd->add_option("--token", f->token, "Shared token the workers require (default: $DOPPLER_TOKEN)");
+  cmd->add_option("--tls-cert", f->tls_cert, "TLS to the workers (CAF's openssl module): this side's PEM certificate "
+                                             "(needs --tls-key and --tls-ca; workers must also use TLS)");
+  cmd->add_option("--tls-key", f->tls_key, "TLS: the PEM key of --tls-cert");
+  cmd->add_option("--tls-ca", f->tls_ca, "TLS: PEM CA file the peer's certificate must verify against");
+  cmd->add_flag("--failover", f->failover, "When a worker is lost mid-run, re-place its ops on the surviving "
+                                           "devices and run again instead of failing");
   cmd->add_flag("--json", f->json, "Print one JSON object");
   cmd->callback([f] { run_command(*f); });
   add_calibrate_command(app);
 
-  auto* wk = app.add_subcommand("worker", "Serve device actors of a cluster to `doppler run --remote` over TCP "
-                                          "(until killed)");
+  auto* wk = app.add_subcommand("worker", "Serve device actors to `doppler run --workers` over TCP (CAF's middleman) "
+                                          "until killed; prints `listening on HOST:PORT`");
   struct worker_flags {
-    std::string cluster_spec = "cpu:4", host = "127.0.0.1", backend = "cpu";
+    std::string listen = "127.0.0.1:0", cluster_spec, name, token, backend = "cpu", tls_cert, tls_key, tls_ca;
     std::vector<std::string> devices;
     int streams = 1;
   };
   auto w = std::make_shared<worker_flags>();
-  wk->add_option("--cluster", w->cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")->capture_default_str();
-  wk->add_option("--devices", w->devices, "Devices to serve (ids or indexes)")->required()->delimiter(',');
-  wk->add_option("--host", w->host, "Address to listen on")->capture_default_str();
+  wk->add_option("--listen", w->listen, "HOST:PORT to listen on (port 0: a free one, printed); loopback by default")
+      ->capture_default_str();
+  wk->add_option("--devices", w->devices,
+                 "Devices to serve: a spec such as cpu:2 (that many anonymous devices, which take a run's devices "
+                 "in order) or ids / indexes of --cluster (matched by id)")
+      ->delimiter(',');
+  wk->add_option("--cluster", w->cluster_spec, "Cluster (doppler-cluster/1 file or preset; default cpu:4) the --devices "
+                                               "ids or --name refer to; the run must use the same one");
+  wk->add_option("--name", w->name, "This worker's name; with --cluster and no --devices it serves the devices "
+                                    "whose `host` is this name");
+  wk->add_option("--token", w->token, "Refuse runs that do not present this token (default: $DOPPLER_TOKEN)");
   wk->add_option("--streams", w->streams, "Concurrent ops per device")->capture_default_str();
-  wk->add_option("--backend", w->backend, "Kernel backend: cpu, emulate, null")->capture_default_str();
+  wk->add_option("--backend", w->backend, "Kernel backend: cpu, emulate (needs named devices), null")->capture_default_str();
+  wk->add_option("--tls-cert", w->tls_cert, "Serve over TLS (CAF's openssl module): this worker's PEM certificate "
+                                            "(needs --tls-key and --tls-ca; runs must present a certificate --tls-ca verifies)");
+  wk->add_option("--tls-key", w->tls_key, "TLS: the PEM key of --tls-cert");
+  wk->add_option("--tls-ca", w->tls_ca, "TLS: PEM CA file a run's certificate must verify against");
   wk->callback([w] {
     if (w->streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
-    cluster c = load_cluster_or_preset(w->cluster_spec);
+    auto [host, port] = host_port(w->listen, "--listen", true);
+    bool spec = w->devices.size() == 1 && w->devices[0].find(':') != std::string::npos;
+    cluster c = spec ? make_preset(w->devices[0]) : load_cluster_or_preset(w->cluster_spec.empty() ? "cpu:4" : w->cluster_spec);
+    if (spec && !w->cluster_spec.empty())
+      throw error(errc::bad_argument, "", "--devices", "'" + w->devices[0] + "' is a device spec; with --cluster give device ids");
     std::vector<device_index> ds;
-    for (const auto& d : w->devices) ds.push_back(device_arg(c, d, "--devices"));
-    doppler::worker served(c, ds, engine_options{}.with_streams(w->streams).with_backend(w->backend), w->host);
-    for (device_index d : ds)
-      std::cout << fmt::format("serving {} at {}:{}  (doppler run ... --remote {}={}:{})\n", c[d].id, w->host,
-                               served.port(d), c[d].id, w->host, served.port(d));
+    if (spec) {
+      for (device_index d = 0; d < c.device_count(); ++d) ds.push_back(d);
+    } else if (!w->devices.empty()) {
+      for (const auto& d : w->devices) ds.push_back(device_arg(c, d, "--devices"));
+    } else if (!w->name.empty() && !w->cluster_spec.empty()) {
+      for (device_index d = 0; d < c.device_count(); ++d)
+        if (c[d].host == w->name) ds.push_back(d);
+      if (ds.empty())
+        throw error(errc::bad_argument, "", "--name", "no device of cluster '" + c.name() + "' has host '" + w->name + "'");
+    } else {
+      throw error(errc::bad_argument, "", "--devices", "give --devices (cpu:N or ids of --cluster) or --cluster and --name");
+    }
+    worker served(c, ds,
+                  engine_options{}.with_streams(w->streams).with_backend(w->backend)
+                      .with_tls(w->tls_cert, w->tls_key, w->tls_ca),
+                  worker_options{}.with_host(host).with_port(port).with_token(token_or_env(w->token))
+                      .with_name(w->name).with_named(!spec));
+    std::cout << fmt::format("listening on {}:{}{}\n", host, served.port(), w->tls_cert.empty() ? "" : " (TLS)");
+    if (spec) {
+      std::cout << fmt::format("serving {} anonymous devices (they take a run's devices in order)\n", ds.size());
+    } else {
+      std::cout << "serving devices";
+      for (const auto& id : served.device_ids()) std::cout << " " << id;
+      std::cout << " of cluster " << c.name() << " (matched by id)\n";
+    }
     std::cout << std::flush;
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   });

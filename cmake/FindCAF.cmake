@@ -1,10 +1,11 @@
 # FindCAF.cmake — locate the C++ Actor Framework as Debian 12 ships it (0.17.6: no CMake config,
 # no pkg-config file). Defines CAF_FOUND, CAF_VERSION and the imported targets CAF::core and CAF::io,
-# named as CAF >= 0.18 names them, so an upgrade to CAF's own config is a one-line swap.
+# (and CAF::openssl where Debian's libcaf_openssl is installed), named as CAF >= 0.18 names them, so an upgrade to CAF's own config is a one-line swap.
 
 find_path(CAF_INCLUDE_DIR NAMES caf/config.hpp)
 find_library(CAF_CORE_LIBRARY NAMES caf_core)
 find_library(CAF_IO_LIBRARY NAMES caf_io)
+find_library(CAF_OPENSSL_LIBRARY NAMES caf_openssl)  # optional: TLS for the middleman
 
 if(CAF_INCLUDE_DIR AND EXISTS "${CAF_INCLUDE_DIR}/caf/config.hpp")
   file(STRINGS "${CAF_INCLUDE_DIR}/caf/config.hpp" _caf_version_line REGEX "#define CAF_VERSION [0-9]+")
@@ -38,5 +39,12 @@ if(CAF_FOUND)
       INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
       INTERFACE_LINK_LIBRARIES CAF::core)
   endif()
+  if(CAF_OPENSSL_LIBRARY AND EXISTS "${CAF_INCLUDE_DIR}/caf/openssl/all.hpp" AND NOT TARGET CAF::openssl)
+    add_library(CAF::openssl UNKNOWN IMPORTED)
+    set_target_properties(CAF::openssl PROPERTIES
+      IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
+      INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
+      INTERFACE_LINK_LIBRARIES CAF::io)
+  endif()
 endif()
-mark_as_advanced(CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY)
+mark_as_advanced(CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY CAF_OPENSSL_LIBRARY)

@@ -211,6 +211,10 @@ void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
 
 device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
   self->state.opt = std::move(opt);
+  self->set_down_handler([=](caf::down_msg& dm) {  // the dispatcher of a remote run is gone
+    auto& st = self->state;
+    if (st.dispatcher && dm.source == st.dispatcher.address()) st.clear();
+  });
   if (!self->state.opt.kernels->runs_inline()) {
     self->state.streams = std::make_unique<worker_pool>(std::max(1, self->state.opt.streams));
     self->state.copier = std::make_unique<worker_pool>(1);
@@ -221,8 +225,21 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         return caf::ok_atom::value;
       },
       [=](begin_atom, const plan_text& text) -> caf::result<caf::ok_atom> {
+        // A worker's device serves one run at a time: another engine's run is refused while this one's
+        // dispatcher lives (its `end`, or its down message when that engine goes away, frees the device).
+        auto& st = self->state;
+        if (st.active && st.dispatcher && self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher))
+          return caf::make_error(caf::sec::invalid_argument,
+                                 "device busy: it is serving run " + std::to_string(st.run) +
+                                     " of another engine (a worker serves one run at a time)");
         try {
-          begin_run(self, from_text(text));
+          auto plan = from_text(text);
+          // A worker's device learns its index in the run's cluster from its place in the plan
+          // (an anonymous `cpu:N` worker device may stand for any device of the run).
+          for (device_index d = 0; d < plan->devices.size(); ++d)
+            if (plan->devices[d].address() == self->address()) self->state.opt.index = d;
+          begin_run(self, std::move(plan));
+          self->monitor(st.dispatcher);
         } catch (const std::exception& e) {
           return caf::make_error(caf::sec::invalid_argument, std::string("device could not build the plan: ") + e.what());
         }
@@ -360,7 +377,10 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         return outs;
       },
       [=](end_atom, std::uint64_t run) {
-        if (run == self->state.run) self->state.clear();
+        auto& st = self->state;
+        // only the run's own dispatcher ends it (engines number their runs independently)
+        if (run == st.run && self->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher))
+          st.clear();
       },
       [=](bytes_atom) {
         if (self->state.active) flush_done(self);  // a query must not hold back completions

@@ -45,9 +45,15 @@ struct dispatcher_state {
 
 using dispatcher_pointer = dispatcher_actor::stateful_pointer<dispatcher_state>;
 
+/// "cpu2", or "cpu2 (worker 127.0.0.1:4000)" for a device in another process.
+std::string device_name(const run_plan& plan, device_index d) {
+  std::string s = (*plan.c)[d].id;
+  if (d < plan.where.size() && !plan.where[d].empty()) s += " (" + plan.where[d] + ")";
+  return s;
+}
+
 std::string describe(const run_plan& plan, op_index i, device_index d) {
-  return "op '" + (*plan.g)[i].id + "' (index " + std::to_string(i) + ") on device " +
-         (*plan.c)[d].id;
+  return "op '" + (*plan.g)[i].id + "' (index " + std::to_string(i) + ") on device " + device_name(plan, d);
 }
 
 /// Ends the run: releases every device's buffers, answers, quits.
@@ -258,12 +264,15 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
       for (op_index i = 0; i < p.size(); ++i)
         if (p.device_of(i) == d && st.state[i] == op_state::dispatched && p.rank[i] < best)
           best = p.rank[i], victim = i;
-      std::string why = "device actor died (" + self->system().render(dm.reason) + ")";
+      bool remote = d < p.where.size() && !p.where[d].empty();
+      bool lost = remote && dm.reason == caf::exit_reason::remote_link_unreachable;
+      std::string why = lost ? "connection lost (" + self->system().render(dm.reason) + ")"
+                               : "device actor died (" + self->system().render(dm.reason) + ")";
       if (best == UINT32_MAX) {
         st.report.ok = false;
         st.report.failed_device = d;
         st.report.failed_op = 0;
-        st.report.failure = "device " + (*p.c)[d].id + ": " + why + " with no op running";
+        st.report.failure = "device " + device_name(p, d) + ": " + why + " with no op running";
         finish(self);
         return;
       }
@@ -291,7 +300,8 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         // every device takes the plan first; then the clock starts and entries go out
         auto pending = std::make_shared<std::size_t>(p.devices.size());
         std::shared_ptr<plan_text> text;  // for devices in other processes, built once
-        for (auto& d : p.devices) {
+        for (device_index di = 0; di < p.devices.size(); ++di) {
+          const auto& d = p.devices[di];
           auto req = [&] {
             if (d.node() == self->node())
               return self->request(d, std::chrono::seconds(30), begin_atom::value, plan_ref{st.plan});
@@ -324,7 +334,11 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
                     flush(self);
                   },
                   [=](caf::error& err) {
-                    fail_run(self, "a device did not take the plan: " + self->system().render(err));
+                    auto& s = self->state;
+                    if (s.finished) return;
+                    s.report.failed_device = di;
+                    fail_run(self, "device " + device_name(*s.plan, di) + " did not take the plan: " +
+                                       self->system().render(err));
                   });
         }
         return st.promise;

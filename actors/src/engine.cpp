@@ -1,4 +1,5 @@
-// The embedding API: an actor system, one device actor per device, a dispatcher per run.
+// The embedding API: an actor system, one device actor per device, a dispatcher per run; devices of
+// `worker`s (worker.cpp) attached over CAF's middleman.
 
 #include <doppler/actors/comm_planner.hpp>
 #include <doppler/actors/device.hpp>
@@ -7,7 +8,12 @@
 #include <doppler/actors/run_plan.hpp>
 #include <doppler/runtime/error.hpp>
 
+#include "system_config.hpp"
+
 #include <caf/io/all.hpp>
+#ifdef DOPPLER_HAVE_CAF_OPENSSL
+#include <caf/openssl/all.hpp>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -17,29 +23,17 @@
 
 namespace doppler {
 
-namespace {
-
-caf::actor_system_config& configure(caf::actor_system_config& cfg, const engine_options& opt) {
-  cfg.add_message_types<caf::id_block::doppler_actors>();
-  if (opt.scheduler_threads > 0) cfg.set("scheduler.max-threads", opt.scheduler_threads);
-  if (opt.network) cfg.load<caf::io::middleman>();
-  if (opt.scheduler == "sharing") cfg.set("scheduler.policy", caf::atom("sharing"));
-  else if (opt.scheduler != "stealing")
-    throw error(errc::bad_argument, "engine: unknown scheduler \"" + opt.scheduler + "\" (stealing, sharing)");
-  cfg.set("logger.console", caf::atom("none"));
-  return cfg;
-}
-
-}  // namespace
-
 struct engine::impl {
   engine_options opt;
   std::shared_ptr<const cluster> c;
   std::shared_ptr<actors::backend> kernels;
   caf::actor_system_config cfg;
   caf::actor_system sys;
-  std::mutex mutex;  // guards devices
+  std::mutex mutex;  // guards devices, where
   std::vector<actors::device_actor> devices;
+  std::vector<std::string> where;  // per device: "" (here) or "worker HOST:PORT"
+  std::vector<bool> lost;          // a worker's device that no longer answers (until attached again)
+  std::vector<actors::device_actor> stand_in;  // per lost device: a local device of failover runs (no ops)
   std::atomic<std::uint64_t> next_run{1};
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
   std::optional<actors::comm_planner_actor> planner;  // transfers = planned
@@ -48,7 +42,7 @@ struct engine::impl {
       : opt(std::move(o)),
         c(std::make_shared<const cluster>(std::move(cl))),
         kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend, c, opt.costs)),
-        sys(configure(cfg, opt)) {
+        sys(actors::configure(cfg, opt)) {
     if (opt.streams < 1) throw error(errc::bad_argument, "engine: streams must be >= 1");
     const auto& t = opt.transfers;
     if (t.mode == "planned") {
@@ -68,10 +62,9 @@ struct engine::impl {
       throw error(errc::bad_argument, "engine: unknown transfers mode \"" + t.mode + "\" (direct, planned)");
     }
     for (device_index d = 0; d < c->device_count(); ++d) devices.push_back(spawn(d));
-  }
-  ~impl() {
-    for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
-    if (planner) caf::anon_send_exit(*planner, caf::exit_reason::user_shutdown);
+    where.assign(c->device_count(), {});
+    lost.assign(c->device_count(), false);
+    stand_in.resize(c->device_count());
   }
 
   /// Asks the comm planner for the planned transfers of a run (tensors with several destination
@@ -107,6 +100,14 @@ struct engine::impl {
             });
   }
 
+  ~impl() {  // only the devices of this process: a worker's devices outlive the engine
+    for (device_index d = 0; d < devices.size(); ++d) {
+      if (where[d].empty()) caf::anon_send_exit(devices[d], caf::exit_reason::user_shutdown);
+      if (stand_in[d]) caf::anon_send_exit(stand_in[d], caf::exit_reason::user_shutdown);
+    }
+    if (planner) caf::anon_send_exit(*planner, caf::exit_reason::user_shutdown);
+  }
+
   actors::device_actor spawn(device_index d) {
     actors::device_options o;
     o.index = d;
@@ -115,16 +116,58 @@ struct engine::impl {
     return actors::spawn_device(sys, std::move(o));
   }
 
-  /// Respawns every device actor that no longer answers.
-  void heal() {
+  /// Respawns every local device actor that no longer answers, and marks a worker's device that no
+  /// longer answers as lost (it stays lost — a run on it fails naming the worker — until
+  /// `attach_worker` reconnects it). Returns the devices newly found lost.
+  std::vector<device_index> heal() {
     caf::scoped_actor self{sys};
     std::lock_guard lock(mutex);
+    std::vector<device_index> newly_lost;
     for (device_index d = 0; d < devices.size(); ++d) {
+      if (lost[d]) continue;
       bool alive = false;
-      self->request(devices[d], std::chrono::seconds(5), actors::bytes_atom::value)
-          .receive([&](std::uint64_t) { alive = true; }, [&](caf::error&) { alive = false; });
-      if (!alive) devices[d] = spawn(d);
+      if (where[d].empty()) {
+        self->request(devices[d], std::chrono::seconds(5), actors::bytes_atom::value)
+            .receive([&](std::uint64_t) { alive = true; }, [&](caf::error&) { alive = false; });
+      } else {
+        // A proxy whose connection is gone drops requests silently (CAF 0.17): ask for its down
+        // message instead, which a dead actor's monitor delivers at once.
+        alive = true;
+        self->monitor(devices[d]);
+        self->receive([&](caf::down_msg&) { alive = false; }, caf::after(std::chrono::milliseconds(0)) >> [] {});
+        self->demonitor(devices[d].address());
+      }
+      if (alive) continue;
+      if (where[d].empty()) {
+        devices[d] = spawn(d);
+      } else {
+        lost[d] = true;
+        newly_lost.push_back(d);
+      }
     }
+    return newly_lost;
+  }
+
+  /// Failover: the ops of lost devices go to the surviving devices, the k-th lost device's ops all to
+  /// the k-th survivor (cyclically), so that what ran together stays together.
+  placement without_lost(const placement& p, const std::string& why) {
+    std::lock_guard lock(mutex);
+    std::vector<device_index> survivors, moved(lost.size());
+    for (device_index d = 0; d < lost.size(); ++d)
+      if (!lost[d]) survivors.push_back(d);
+    if (survivors.empty()) throw run_failure("failover: no device survives (" + why + ")", std::nullopt, std::nullopt);
+    std::size_t k = 0;
+    for (device_index d = 0; d < lost.size(); ++d) moved[d] = lost[d] ? survivors[k++ % survivors.size()] : d;
+    placement q = p;
+    for (auto& d : q.device) d = moved[d];
+    return q;
+  }
+
+  bool uses_lost(const placement& p) {
+    std::lock_guard lock(mutex);
+    for (auto d : p.device)
+      if (d < lost.size() && lost[d]) return true;
+    return false;
   }
 };
 
@@ -142,15 +185,27 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
   if (opt.repeat < 1) throw error(errc::bad_argument, "run: repeat must be >= 1");
   if (impl_->suspect.exchange(false)) impl_->heal();
   run_result result;
+  placement cur = p;
+  if (opt.failover && impl_->uses_lost(cur)) {
+    cur = impl_->without_lost(cur, "devices lost before this run");
+    result.failovers.push_back("devices of a lost worker were re-placed before the run");
+  }
   for (int k = 0; k < opt.repeat; ++k) {
     auto plan = std::make_shared<actors::run_plan>();
     plan->run = impl_->next_run++;
     plan->g = g;
     plan->c = impl_->c;
-    plan->p = p;
+    plan->p = cur;
     {
       std::lock_guard lock(impl_->mutex);
       plan->devices = impl_->devices;
+      plan->where = impl_->where;
+      if (opt.failover)  // lost devices get no ops: a local stand-in answers begin / collect / end
+        for (device_index d = 0; d < plan->devices.size(); ++d)
+          if (impl_->lost[d]) {
+            if (!impl_->stand_in[d]) impl_->stand_in[d] = impl_->spawn(d);
+            plan->devices[d] = impl_->stand_in[d];
+          }
     }
     plan->mode = opt.mode;
     plan->seed = opt.seed;
@@ -163,7 +218,13 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
         plan->transfer_plans.begin(), plan->transfer_plans.end(), [](const auto& tp) { return tp != nullptr; }));
     auto rep = actors::execute_plan(impl_->sys, plan);
     if (!rep.ok) {
-      impl_->heal();
+      auto newly_lost = impl_->heal();
+      if (opt.failover && !newly_lost.empty()) {  // run this repeat again without the lost devices
+        cur = impl_->without_lost(cur, rep.failure);
+        result.failovers.push_back(rep.failure);
+        --k;
+        continue;
+      }
       bool names_op = rep.failure.rfind("op '", 0) == 0;
       bool names_device = names_op || rep.failure.rfind("device ", 0) == 0;
       throw run_failure(rep.failure, names_op ? std::optional<op_index>(rep.failed_op) : std::nullopt,
@@ -197,60 +258,59 @@ std::uint64_t engine::bytes_held() {
   return total;
 }
 
-void engine::attach(device_index d, const std::string& host, std::uint16_t port) {
-  if (!impl_->opt.network) throw error(errc::bad_argument, "attach: the engine was built without network");
-  if (d >= impl_->c->device_count()) throw error(errc::bad_argument, "attach: no device " + std::to_string(d));
-  auto h = impl_->sys.middleman().remote_actor<actors::device_actor>(host, port);
-  if (!h)
-    throw run_failure("device " + (*impl_->c)[d].id + ": cannot reach " + host + ":" + std::to_string(port) + ": " +
-                          impl_->sys.render(h.error()),
-                      std::nullopt, d);
+std::vector<device_index> engine::attach_worker(const std::string& host, std::uint16_t port,
+                                               const std::string& token) {
+  const cluster& c = *impl_->c;
+  std::string where = "worker " + host + ":" + std::to_string(port);
+  if (!impl_->opt.network) throw error(errc::bad_argument, "attach_worker " + where + ": the engine was built without network");
+  auto w = [&] {
+#ifdef DOPPLER_HAVE_CAF_OPENSSL
+    if (impl_->opt.tls()) return caf::openssl::remote_actor<actors::worker_actor>(impl_->sys, host, port);
+#endif
+    return impl_->sys.middleman().remote_actor<actors::worker_actor>(host, port);
+  }();
+  if (!w) throw run_failure(where + ": cannot connect: " + impl_->sys.render(w.error()), std::nullopt, std::nullopt);
+  actors::worker_info info;
+  std::string failed;
+  caf::scoped_actor self{impl_->sys};
+  self->request(*w, std::chrono::seconds(10), actors::hello_atom::value, token)
+      .receive([&](actors::worker_info& i) { info = std::move(i); },
+               [&](caf::error& err) { failed = "no answer to hello: " + impl_->sys.render(err); });
+  if (failed.empty() && !info.ok) failed = "refused the connection: " + info.refusal;
+  if (failed.empty() && (info.devices.empty() || info.devices.size() != info.ids.size()))
+    failed = "serves no devices";
+  if (!failed.empty()) throw run_failure(where + ": " + failed, std::nullopt, std::nullopt);
+
   std::lock_guard lock(impl_->mutex);
-  caf::anon_send_exit(impl_->devices[d], caf::exit_reason::user_shutdown);
-  impl_->devices[d] = std::move(*h);
+  std::vector<device_index> mapped;
+  if (info.named) {  // by id: the worker loaded the same cluster
+    for (const auto& id : info.ids) {
+      auto d = c.find_device(id);
+      if (!d) throw error(errc::unknown_id, where + " serves device '" + id + "', which cluster '" + c.name() + "' does not have");
+      mapped.push_back(*d);
+    }
+  } else {  // anonymous: the next devices not on another worker, in order
+    for (device_index d = 0; d < c.device_count() && mapped.size() < info.ids.size(); ++d)
+      if (impl_->where[d].empty() || impl_->where[d] == where) mapped.push_back(d);
+    if (mapped.size() < info.ids.size())
+      throw error(errc::bad_argument, where + " serves " + std::to_string(info.ids.size()) + " devices but only " +
+                                          std::to_string(mapped.size()) + " of cluster '" + c.name() +
+                                          "' are not on other workers");
+  }
+  for (std::size_t k = 0; k < mapped.size(); ++k) {
+    device_index d = mapped[k];
+    impl_->lost[d] = false;
+    if (impl_->where[d].empty()) caf::anon_send_exit(impl_->devices[d], caf::exit_reason::user_shutdown);
+    impl_->devices[d] = caf::actor_cast<actors::device_actor>(info.devices[k]);
+    impl_->where[d] = where;
+  }
+  return mapped;
 }
 
-struct worker::impl {
-  engine_options opt;
-  std::shared_ptr<const cluster> c;
-  std::shared_ptr<actors::backend> kernels;
-  caf::actor_system_config cfg;
-  caf::actor_system sys;
-  std::vector<std::pair<device_index, std::uint16_t>> ports;
-  std::vector<actors::device_actor> devices;
-
-  impl(cluster cl, engine_options o)
-      : opt(std::move(o.with_network())),
-        c(std::make_shared<const cluster>(std::move(cl))),
-        kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend, c, opt.costs)),
-        sys(configure(cfg, opt)) {}
-  ~impl() {
-    for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
-  }
-};
-
-worker::worker(cluster c, std::vector<device_index> devices, engine_options opt, std::string host)
-    : impl_(std::make_unique<impl>(std::move(c), std::move(opt))) {
-  for (device_index d : devices) {
-    if (d >= impl_->c->device_count()) throw error(errc::bad_argument, "worker: no device " + std::to_string(d));
-    actors::device_options o;
-    o.index = d;
-    o.streams = impl_->opt.streams;
-    o.kernels = impl_->kernels;
-    auto dev = actors::spawn_device(impl_->sys, std::move(o));
-    auto port = impl_->sys.middleman().publish(dev, 0, host.c_str());
-    if (!port) throw error(errc::io, "worker: cannot publish device " + (*impl_->c)[d].id + ": " + impl_->sys.render(port.error()));
-    impl_->ports.emplace_back(d, *port);
-    impl_->devices.push_back(std::move(dev));
-  }
-}
-
-worker::~worker() = default;
-
-std::uint16_t worker::port(device_index d) const {
-  for (auto [dev, p] : impl_->ports)
-    if (dev == d) return p;
-  throw error(errc::bad_argument, "worker: device " + std::to_string(d) + " is not served here");
+std::string engine::location(device_index d) {
+  std::lock_guard lock(impl_->mutex);
+  if (d >= impl_->where.size()) throw error(errc::bad_argument, "location: no device " + std::to_string(d));
+  return impl_->where[d];
 }
 
 void engine::kill_device(device_index d) {

@@ -110,11 +110,14 @@ class emulated_backend final : public backend {
   }
   tensor execute_on(device_index d, const graph& g, op_index i, std::span<const tensor* const>,
                     std::uint64_t) override {
+    if (d >= c_->device_count())  // an anonymous worker device standing for a device of a larger cluster
+      throw error(errc::bad_argument, "emulate: device index " + std::to_string(d) + " is not in cluster '" +
+                                          c_->name() + "' (serve emulated devices by id of the run's cluster)");
     hold(costs_.op_time(g[i], (*c_)[d]));
     return tensor{};
   }
   double copy_seconds(device_index src, device_index dst, double bytes) override {
-    if (src == dst) return 0.0;
+    if (src == dst || src >= c_->device_count() || dst >= c_->device_count()) return 0.0;
     const route& rt = c_->route_between(src, dst);
     const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     std::lock_guard lock(links_mutex_);

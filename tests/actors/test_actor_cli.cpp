@@ -64,7 +64,7 @@ TEST_CASE("doppler run --json: measured and simulated makespans, trace written")
   }
 }
 
-TEST_CASE("doppler run: a placement file is used as given; bad input fails naming it") {
+TEST_CASE("doppler run: a placement file is used as given and bad input fails naming it") {
   temp_dir t;
   REQUIRE(sh(cli + " workload ffnn --dim 32 --ffn 64 --shards 2 -o " + (t / "g.json")).code == 0);
   auto place = sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:2 --method round-robin -o " + (t / "p.json"));
@@ -82,15 +82,27 @@ TEST_CASE("doppler run: a placement file is used as given; bad input fails namin
   CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 0").code == 2);
 }
 
-TEST_CASE("doppler run --remote and doppler worker reject bad arguments") {
+TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
   temp_dir t;
   REQUIRE(sh(cli + " workload chainmm --dim 32 -o " + (t / "g.json")).code == 0);
-  CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --remote cpu1").code == 2);
-  CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --remote cpu9=127.0.0.1:5000").code == 2);
-  auto unreachable = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --remote cpu1=127.0.0.1:1");
+  std::string run = cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --workers ";
+  CHECK(sh(run + "127.0.0.1").code == 2);            // no port
+  CHECK(sh(run + "127.0.0.1:0").code == 2);          // port 0
+  CHECK(sh(run + "127.0.0.1:70000").code == 2);      // out of range
+  CHECK(sh(run + "127.0.0.1:12ab").code == 2);       // not a number
+  auto unreachable = sh(run + "127.0.0.1:1");        // nobody listens there
   CHECK(unreachable.code == 1);
-  CHECK(unreachable.out.find("cpu1") != std::string::npos);
+  CHECK(unreachable.out.find("worker 127.0.0.1:1") != std::string::npos);
   CHECK(sh(cli + " worker --cluster cpu:2 --devices cpu7").code == 2);
+  CHECK(sh(cli + " worker --devices cpu:2 --listen nonsense").code == 2);
+  CHECK(sh(cli + " worker --devices cpu:2 --listen 127.0.0.1:99999").code == 2);
+  CHECK(sh(cli + " worker --listen 127.0.0.1:0").code == 2);  // nothing to serve
+  auto bad_host = sh(cli + " worker --devices cpu:2 --listen 203.0.113.7:0");  // not an address of this host
+  CHECK(bad_host.code != 0);
+  CHECK(bad_host.out.find("203.0.113.7") != std::string::npos);
+  auto help = sh(cli + " worker --help");
+  CHECK(help.out.find("--listen") != std::string::npos);
+  CHECK(help.out.find("--token") != std::string::npos);
 }
 
 TEST_CASE("doppler calibrate writes a cost table the simulator loads") {

@@ -89,3 +89,38 @@ TEST_CASE("a whole message: registered types are found by name") {
   CHECK(back.get_as<std::uint64_t>(1) == 5);
   CHECK(bitwise_equal(*back.get_as<tensor_ref>(4).ptr, *make_tensor().ptr));
 }
+
+TEST_CASE("tensor_ref: the empty tensor and a bad shape") {
+  system_fixture f;
+  auto empty = f.round_trip(tensor_ref{std::make_shared<const tensor>()});
+  REQUIRE(empty.ptr);
+  CHECK(empty.ptr->empty());
+  // a message whose shape does not match its values is refused with an error, not a crash
+  shape_t shape{3, 3};
+  std::vector<char> raw(2 * sizeof(float), 0);
+  std::vector<char> buf;
+  caf::binary_serializer sink{*f.sys, buf};
+  REQUIRE(!sink(shape, raw));
+  tensor_ref back;
+  caf::binary_deserializer source{*f.sys, buf};
+  CHECK(source(back));  // an error
+}
+
+TEST_CASE("worker_info: the handshake answer survives") {
+  system_fixture f;
+  worker_info w;
+  w.ok = false;
+  w.refusal = "wrong token";
+  w.name = "node1";
+  w.named = true;
+  w.ids = {"cpu2", "cpu3"};
+  auto back = f.round_trip(w);
+  CHECK(!back.ok);
+  CHECK(back.refusal == "wrong token");
+  CHECK(back.name == "node1");
+  CHECK(back.named);
+  CHECK(back.ids == w.ids);
+  auto msg = f.round_trip(caf::make_message(hello_atom::value, std::string("t0k")));
+  REQUIRE(msg.match_elements<hello_atom, std::string>());
+  CHECK(msg.get_as<std::string>(1) == "t0k");
+}

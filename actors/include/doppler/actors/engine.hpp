@@ -48,8 +48,11 @@ struct engine_options {
   /// CAF scheduler: `stealing` (CAF's default: per-thread queues, workers poll and sleep) or
   /// `sharing` (one queue, waiters notified: about half the cross-device wait on an idle host).
   std::string scheduler = "stealing";
-  bool network = false;              ///< load CAF's middleman: devices in other processes (`attach`, `worker`)
+  bool network = false;              ///< load CAF's middleman: devices in other processes (`attach_worker`, `worker`)
   transfer_options transfers;        ///< direct or planned multicast transfers
+  /// TLS for `network` (CAF's openssl module): this side's PEM certificate and key, and the CA file
+  /// peers' certificates must verify against (mutual authentication). All empty: plain TCP.
+  std::string tls_certificate, tls_key, tls_cafile;
 
   engine_options& with_streams(int s) { streams = s; return *this; }
   engine_options& with_backend(std::string name) { backend = std::move(name); return *this; }
@@ -60,6 +63,11 @@ struct engine_options {
   engine_options& with_network(bool on = true) { network = on; return *this; }
   engine_options& with_scheduler(std::string name) { scheduler = std::move(name); return *this; }
   engine_options& with_transfers(transfer_options t) { transfers = std::move(t); return *this; }
+  engine_options& with_tls(std::string certificate, std::string key, std::string cafile) {
+    tls_certificate = std::move(certificate), tls_key = std::move(key), tls_cafile = std::move(cafile);
+    return *this;
+  }
+  bool tls() const noexcept { return !tls_certificate.empty() || !tls_key.empty() || !tls_cafile.empty(); }
 };
 
 struct run_options {
@@ -69,6 +77,9 @@ struct run_options {
   bool trace = true;                 ///< record events (for chrome_trace)
   actors::keep_outputs keep = actors::keep_outputs::exits;
   std::optional<std::chrono::milliseconds> timeout;  ///< overrides engine_options::timeout
+  /// When a worker is lost mid-run, re-place its devices' ops on the surviving devices and run that
+  /// repeat again from the start (instead of throwing); also re-places ops of devices lost earlier.
+  bool failover = false;
 
   run_options& with_mode(exec_mode m) { mode = m; return *this; }
   run_options& with_repeat(int n) { repeat = n; return *this; }
@@ -76,6 +87,7 @@ struct run_options {
   run_options& with_trace(bool on = true) { trace = on; return *this; }
   run_options& keep_all() { keep = actors::keep_outputs::all; return *this; }
   run_options& with_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
+  run_options& with_failover(bool on = true) { failover = on; return *this; }
 };
 
 /// What `engine::run` returns.
@@ -90,6 +102,8 @@ struct run_result {
   std::vector<std::uint64_t> bytes_moved;  ///< per repeat: bytes copied between devices
   std::vector<std::uint64_t> transfers;    ///< per repeat: tensor copies between devices
   std::size_t planned_tensors = 0;         ///< tensors moved by a transfer plan (per run)
+  /// With `failover`: the failures survived by re-placing a lost worker's ops (empty: none).
+  std::vector<std::string> failovers;
 
   std::vector<double> makespans() const;
   double mean_makespan() const;
@@ -110,17 +124,38 @@ class run_failure : public std::runtime_error {
   std::optional<device_index> device_;
 };
 
-/// Device actors of a cluster served to other processes over TCP (CAF's middleman): a worker process
-/// runs some devices, an engine elsewhere `attach`es them.
+/// Where and how a `worker` serves its devices.
+struct worker_options {
+  std::string host = "127.0.0.1";  ///< address to listen on (loopback by default)
+  std::uint16_t port = 0;          ///< 0: a free port (`worker::port()` tells which)
+  std::string token;               ///< non-empty: `hello` must carry it, else the caller is refused
+  std::string name;                ///< reported to callers (default: the cluster's name)
+  /// false: the devices are anonymous (`doppler worker --devices cpu:2`) and take a run's devices in
+  /// order; true: they are the cluster devices of the same id in the run's cluster.
+  bool named = true;
+
+  worker_options& with_host(std::string h) { host = std::move(h); return *this; }
+  worker_options& with_port(std::uint16_t p) { port = p; return *this; }
+  worker_options& with_token(std::string t) { token = std::move(t); return *this; }
+  worker_options& with_name(std::string n) { name = std::move(n); return *this; }
+  worker_options& with_named(bool on) { named = on; return *this; }
+};
+
+/// Device actors served to other processes over TCP (CAF's middleman): a worker process spawns some
+/// devices of a cluster and publishes one worker actor on one port; an engine elsewhere
+/// `attach_worker`s it (handshake `hello(token)` → the device handles) and uses those devices.
 class worker {
  public:
-  /// Spawns device actors for `devices` of `c` and publishes each on `host` at a free port.
-  worker(cluster c, std::vector<device_index> devices, engine_options opt = {}, std::string host = "127.0.0.1");
+  /// Spawns device actors for `devices` of `c` and publishes the worker actor on w.host:w.port.
+  /// Throws `doppler::error` (naming host and port) when it cannot listen there.
+  worker(cluster c, std::vector<device_index> devices, engine_options opt = {}, worker_options w = {});
   ~worker();
   worker(const worker&) = delete;
   worker& operator=(const worker&) = delete;
-  /// The port device d is served at; throws `doppler::error` when this worker does not serve it.
-  std::uint16_t port(device_index d) const;
+  /// The TCP port the worker listens on.
+  std::uint16_t port() const noexcept;
+  /// Ids of the served devices, in order.
+  std::vector<std::string> device_ids() const;
 
  private:
   struct impl;
@@ -146,9 +181,15 @@ class engine {
   const engine_options& options() const noexcept;
   /// Bytes the device actors hold in their buffers now (0 between runs).
   std::uint64_t bytes_held();
-  /// Uses the device actor a `worker` serves at host:port as device d (needs `network`); its tensors
-  /// travel as serialized messages over TCP. Throws `run_failure` when the connection fails.
-  void attach(device_index d, const std::string& host, std::uint16_t port);
+  /// Connects to the `worker` at host:port (needs `network`), says hello with `token` and uses its
+  /// devices in place of local ones: named devices by id, anonymous ones the next devices of the
+  /// cluster in order that are not on another worker (devices this worker served before are reused,
+  /// so a restarted worker is reattached in place). Returns the cluster devices it now serves.
+  /// Throws `run_failure` naming host:port when the worker cannot be reached, does not answer or
+  /// refuses the token, and `doppler::error` when its devices do not fit the cluster.
+  std::vector<device_index> attach_worker(const std::string& host, std::uint16_t port, const std::string& token = {});
+  /// Where device d runs: "" for this process, else "worker HOST:PORT".
+  std::string location(device_index d);
   /// Fault injection: kills device d's actor now (a run in flight fails naming it; the next run
   /// respawns it).
   void kill_device(device_index d);

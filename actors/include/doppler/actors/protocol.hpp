@@ -21,6 +21,11 @@
 ///   holds every chunk.
 /// - Times travel as steady-clock nanoseconds; the dispatcher makes them relative to its start.
 ///
+/// Across processes a `worker` process publishes one *worker* actor on one TCP port (CAF's
+/// middleman); an engine connects, says `hello(token)` and gets the worker's device handles back:
+///
+///   engine ──hello(token)──▶ worker ──worker_info{devices}──▶ engine   (then devices as above)
+///
 /// Every message type is registered in the `doppler_actors` type-id block below. The run plan (a
 /// pointer to the immutable graph, placement and precomputed tables) is process-local; devices in
 /// other processes get it as `plan_text` and build their own.
@@ -32,7 +37,9 @@
 
 #include <caf/all.hpp>
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -153,6 +160,18 @@ struct run_report {
   std::vector<op_output> outputs;
 };
 
+/// A worker's answer to `hello`: the devices it serves, or why it refused the caller.
+struct worker_info {
+  bool ok = false;
+  std::string refusal;                ///< when !ok: e.g. "wrong token"
+  std::string name;                   ///< the worker's name (`--name`; default: its cluster's name)
+  /// true: `ids` are device ids of a cluster both sides load (mapped by id); false: the worker serves
+  /// `cpu:N`-style anonymous devices, which take the run's devices in order.
+  bool named = false;
+  std::vector<std::string> ids;       ///< one per served device
+  std::vector<caf::actor> devices;    ///< the device actors (device_actor handles, type-erased)
+};
+
 }  // namespace doppler::actors
 
 // ---- atoms (≤ 10 characters each) ---------------------------------------------------------------
@@ -169,6 +188,7 @@ CAF_ADD_ATOM(doppler_actors, doppler::actors, relay_atom, "dp_relay")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, chunk_atom, "dp_chunk")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, plan_atom, "dp_plan")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, stats_atom, "dp_stats")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, hello_atom, "dp_hello")
 
 namespace doppler::actors {
 
@@ -218,22 +238,43 @@ using comm_planner_actor = caf::typed_actor<
     caf::replies_to<plan_atom, std::string>::with<std::string>,
     /// Cache statistics: hits, misses, planner failures, plans refined in the background.
     caf::replies_to<stats_atom>::with<std::vector<std::uint64_t>>>;
+/// The one actor a worker process publishes: the handshake that hands out its device actors.
+using worker_actor = caf::typed_actor<
+    /// hello(token): the served devices when the token matches the worker's (or it has none).
+    caf::replies_to<hello_atom, std::string>::with<worker_info>>;
 
 // ---- inspect overloads (CAF 0.17 form) ----------------------------------------------------------
 
+/// A tensor travels as its shape and its values as raw bytes (one memcpy each way: CAF 0.17 packs
+/// floats one at a time, ~4x slower). Raw floats need hosts of one byte order (little-endian here).
+static_assert(std::endian::native == std::endian::little, "tensor_ref sends floats as little-endian bytes");
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
   shape_t shape;
-  std::vector<float> values;
+  std::vector<char> raw;
   if constexpr (Inspector::reads_state) {
     if (x.ptr) {
       shape = x.ptr->shape();
-      values.assign(x.ptr->values().begin(), x.ptr->values().end());
+      auto values = x.ptr->values();
+      raw.resize(values.size() * sizeof(float));
+      if (!raw.empty()) std::memcpy(raw.data(), values.data(), raw.size());
     }
   }
-  return f(caf::meta::type_name("tensor_ref"), shape, values,
+  return f(caf::meta::type_name("tensor_ref"), shape, raw,
            caf::meta::load_callback([&]() -> caf::error {
-             x.ptr = std::make_shared<const tensor>(std::move(shape), std::move(values));
+             if (shape.empty() && raw.empty()) {  // the empty tensor of no-op kernels
+               x.ptr = std::make_shared<const tensor>();
+               return caf::none;
+             }
+             if (raw.size() % sizeof(float) != 0)
+               return caf::make_error(caf::sec::invalid_argument, "tensor_ref: values are not whole floats");
+             std::vector<float> values(raw.size() / sizeof(float));
+             if (!values.empty()) std::memcpy(values.data(), raw.data(), raw.size());
+             try {  // a shape that does not match its values is a bad message, not a crash
+               x.ptr = std::make_shared<const tensor>(std::move(shape), std::move(values));
+             } catch (const std::exception&) {
+               return caf::make_error(caf::sec::invalid_argument, "tensor_ref: shape does not match values");
+             }
              return caf::none;
            }));
 }
@@ -241,6 +282,10 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plan_text& x) {
   return f(caf::meta::type_name("plan_text"), x.run, x.graph_json, x.cluster_json, x.device, x.order,
            x.devices, x.mode, x.keep, x.seed, x.record_trace, x.timeout_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
+  return f(caf::meta::type_name("worker_info"), x.ok, x.refusal, x.name, x.named, x.ids, x.devices);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_done_msg& x) {
@@ -314,4 +359,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::transfer_request))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::transfer_request>))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<std::uint64_t>))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::worker_info))
 CAF_END_TYPE_ID_BLOCK(doppler_actors)

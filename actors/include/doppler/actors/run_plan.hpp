@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace doppler::actors {
@@ -23,6 +24,7 @@ struct run_plan {
   std::shared_ptr<const cluster> c;
   placement p;
   std::vector<device_actor> devices;        ///< one handle per cluster device
+  std::vector<std::string> where;           ///< per device: "" (this process) or "worker HOST:PORT"
   exec_mode mode = exec_mode::wc;
   std::uint64_t seed = 0;                   ///< fills inputs (and synthetic outputs)
   keep_outputs keep = keep_outputs::exits;
