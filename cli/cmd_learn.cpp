@@ -5,6 +5,7 @@
 
 #include <doppler/learner/curriculum.hpp>
 #include <doppler/learner/curve.hpp>
+#include <doppler/learner/doppler_learner.hpp>
 #include <doppler/learner/doppler_placer.hpp>
 #include <doppler/learner/policy.hpp>
 #include <doppler/learner/trainer.hpp>
@@ -204,7 +205,12 @@ void add_place_learned(CLI::App& app) {
 
 }  // namespace
 
+void forward_to_learn_twin() {
+  throw error(errc::internal, "doppler-learn: the learner is built in; nothing to forward to");
+}
+
 void add_learn_commands(CLI::App& app) {
+  learner::register_doppler_learner();  // `run --learner doppler` (cmd_run.cpp)
   add_train(app);
   add_place_learned(app);
 }
