@@ -17,6 +17,8 @@ class doppler_learner final : public learner_interface {
       : cfg_(cfg),
         opt_(opt),
         pol_(cfg.policy.empty() ? policy(policy_options(opt.policy).with_seed(cfg.seed)) : policy::load(cfg.policy)) {}
+  doppler_learner(policy pol, const learner_config& cfg, const doppler_learner_options& opt)
+      : cfg_(cfg), opt_(opt), pol_(std::move(pol)) {}
 
   std::string_view name() const noexcept override { return "doppler"; }
 
@@ -109,6 +111,11 @@ class doppler_learner final : public learner_interface {
 
 std::unique_ptr<learner_interface> make_doppler_learner(const learner_config& cfg, const doppler_learner_options& opt) {
   return std::make_unique<doppler_learner>(cfg, opt);
+}
+
+std::unique_ptr<learner_interface> make_doppler_learner(policy pol, const learner_config& cfg,
+                                                        const doppler_learner_options& opt) {
+  return std::make_unique<doppler_learner>(std::move(pol), cfg, opt);
 }
 
 void register_doppler_learner() {

@@ -165,6 +165,17 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn; online run
                   " --repeat 1 --json");
   CAPTURE(again.out);
   CHECK(again.code == 0);
+  // Phase III of `doppler train` runs through the learner actor: 4 measured episodes in the curve.
+  auto p3 = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --il-episodes 4 --rl-episodes 4 " +
+               "--real-episodes 4 --hidden 16 --steps 2 -o " + (t / "p3.pt") + " --csv " + (t / "p3.csv"));
+  CAPTURE(p3.out);
+  REQUIRE(p3.code == 0);
+  CHECK(p3.out.find("phase III (learner actor)") != std::string::npos);
+  std::ifstream csv(t / "p3.csv");
+  int real_rows = 0;
+  for (std::string line; std::getline(csv, line);) real_rows += line.find(",real,") != std::string::npos;
+  CHECK(real_rows == 4);
+  CHECK(fs::exists(t / "p3.pt"));
   auto missing = sh(cli + " run --graph " + (t / "g.json") + " --learner doppler --policy " + (t / "none.pt") + " --online");
   CHECK(missing.code != 0);
   CHECK(missing.out.find("none.pt") != std::string::npos);

@@ -32,6 +32,10 @@ struct doppler_learner_options {
 std::unique_ptr<learner_interface> make_doppler_learner(const learner_config& cfg,
                                                         const doppler_learner_options& opt = {});
 
+/// The same around a policy already in memory (phase III after phases I and II, without a file).
+std::unique_ptr<learner_interface> make_doppler_learner(policy pol, const learner_config& cfg,
+                                                        const doppler_learner_options& opt = {});
+
 /// Registers `doppler` in the learner registry (idempotent).
 void register_doppler_learner();
 
