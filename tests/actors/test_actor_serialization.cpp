@@ -89,3 +89,19 @@ TEST_CASE("a whole message: registered types are found by name") {
   CHECK(back.get_as<std::uint64_t>(1) == 5);
   CHECK(bitwise_equal(*back.get_as<tensor_ref>(4).ptr, *make_tensor().ptr));
 }
+
+TEST_CASE("the learner protocol's data: placement and train report") {
+  system_fixture f;
+  placement p;
+  p.device = {0, 2, 1};
+  p.order = {0, 2, 1};
+  p.method = "doppler";
+  auto back = f.round_trip(p);
+  CHECK(back.device == p.device);
+  CHECK(back.order == p.order);
+  CHECK(back.method == "doppler");
+  auto r = f.round_trip(learner_train_report{16, 1.5, 2.5});
+  CHECK(r.episodes == 16);
+  CHECK(r.best_makespan == 1.5);
+  CHECK(r.greedy_makespan == 2.5);
+}
