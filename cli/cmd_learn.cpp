@@ -168,6 +168,7 @@ void add_train(CLI::App& app) {
       lo.temperature = o->t.temperature;
       lo.gamma = o->t.gamma;
       lo.entropy = o->t.entropy_final;
+      lo.exploit_measured = false;  // the greedy placement reported and saved is the policy's
       learner_client client = eng.spawn_learner(learner::make_doppler_learner(std::move(pol), lc, lo));
       const auto ro = run_options{}.with_repeat(std::max(1, o->real_repeat)).with_trace(false);
       online_learning ol(eng, client, shared, online_options{}.with_explore(1.0).with_seed(o->t.seed).with_run(ro));

@@ -81,16 +81,16 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
   nlohmann::json runs = nlohmann::json::array();
   if (!f.json)
     std::cout << fmt::format("online learning: learner {}, explore at most {:.0f}% of runs\n"
-                             " run  explored  makespan (s)  best so far (s)  latest greedy (s)\n",
+                             " run  explored  makespan (s)  best so far (s)  latest greedy (s)  placement\n",
                              l.name(), 100 * f.explore);
   for (int k = 0; k < f.repeat; ++k) {
     online_step s = ol.step();
     if (f.json)
       runs.push_back({{"run", s.run}, {"explored", s.explored}, {"makespan_s", s.makespan}, {"best_s", s.best},
-                      {"greedy_s", s.greedy}});
+                      {"greedy_s", s.greedy}, {"method", s.used.method}});
     else
-      std::cout << fmt::format("{:4d}  {:<8}  {:12.6f}  {:15.6f}  {:17.6f}\n", s.run, s.explored ? "yes" : "no",
-                               s.makespan, s.best, s.greedy);
+      std::cout << fmt::format("{:4d}  {:<8}  {:12.6f}  {:15.6f}  {:17.6f}  {}\n", s.run, s.explored ? "yes" : "no",
+                               s.makespan, s.best, s.greedy, s.used.method);
   }
   double final_sim = simulate(*g, e.cluster_model(), l.place(g), cm, sim_options{}).makespan;
   if (f.json) {

@@ -28,6 +28,17 @@ class doppler_learner final : public learner_interface {
     episode ep = pol_.rollout(pb, o);
     ep.result.method = "doppler";
     placement p = ep.result;
+    if (!explore && opt_.exploit_measured) {
+      const measured* mine = find(p);
+      const measured* best = nullptr;
+      for (const auto& m : measured_)
+        if (!best || m.mean() < best->mean()) best = &m;
+      if (mine && best && best->mean() < mine->mean()) {
+        ++stats_.best_measured;
+        p = best->p;
+        p.method = "doppler:best-measured";
+      }
+    }
     if (explore) {  // remembered for the REINFORCE step its observation takes
       handed_.push_back(std::move(ep));
       if (handed_.size() > 64) handed_.pop_front();
@@ -41,6 +52,13 @@ class doppler_learner final : public learner_interface {
     const double baseline = cost_n_ == 0 ? makespan : cost_sum_ / static_cast<double>(cost_n_);
     cost_sum_ += makespan;
     ++cost_n_;
+    if (measured* m = find(p)) {
+      m->sum += makespan;
+      ++m->n;
+    } else {
+      measured_.push_back({p, makespan, 1});
+      if (measured_.size() > 256) measured_.pop_front();
+    }
     for (auto it = handed_.begin(); it != handed_.end(); ++it) {
       if (it->result.device != p.device || it->result.order != p.order) continue;
       const double adv = baseline > 0 ? (baseline - makespan) / baseline : 0.0;
@@ -70,12 +88,25 @@ class doppler_learner final : public learner_interface {
   void load(const std::string& path) override {
     pol_ = policy::load(path);
     handed_.clear();
+    measured_.clear();
     problem_.reset();
   }
 
   doppler_learner_stats stats() const { return stats_; }
 
  private:
+  struct measured {
+    placement p;
+    double sum = 0;
+    int n = 0;
+    double mean() const { return sum / n; }
+  };
+  measured* find(const placement& p) {
+    for (auto& m : measured_)
+      if (m.p.device == p.device && m.p.order == p.order) return &m;
+    return nullptr;
+  }
+
   /// The problem of (g, c), rebuilt when the graph or the cluster changes (copies are kept: the
   /// problem references them). Identity: name, sizes and total FLOPs of both.
   problem& problem_for(const graph& g, const cluster& c) {
@@ -90,6 +121,7 @@ class doppler_learner final : public learner_interface {
       handed_.clear();
       cost_sum_ = 0;
       cost_n_ = 0;
+      measured_.clear();
     }
     return *problem_;
   }
@@ -101,6 +133,7 @@ class doppler_learner final : public learner_interface {
   std::unique_ptr<cluster> c_;
   std::optional<problem> problem_;
   std::deque<episode> handed_;   // exploring episodes awaiting their observation
+  std::deque<measured> measured_;  // observed placements of the current problem, mean makespans
   double cost_sum_ = 0;
   std::size_t cost_n_ = 0;
   int trainings_ = 0;

@@ -99,3 +99,32 @@ TEST_CASE("doppler learner online: exploring placements are valid; their observa
   CHECK(stats_of(*l).updates == 6);
   CHECK_THROWS_AS(stats_of(*make_learner("cp")), error);
 }
+
+TEST_CASE("doppler learner deployment: greedy returns the best measured placement once the policy's is known worse") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  auto opt = small();
+  opt.online_lr = 0;  // keep the policy fixed: this case is about the bookkeeping
+  auto l = make_doppler_learner(learner_config{}.with_seed(2), opt);
+  placement greedy = l->place(g, c, false, 0);
+  CHECK(l->place(g, c, false, 0).device == greedy.device);  // nothing measured yet: the policy's
+  placement other;
+  for (std::uint64_t k = 0; k < 8 && (other.device.empty() || other.device == greedy.device); ++k)
+    other = l->place(g, c, true, k);
+  REQUIRE(other.device != greedy.device);
+  l->observe(g, c, other, 1.0);
+  CHECK(l->place(g, c, false, 0).device == greedy.device);  // the policy's greedy is not measured yet
+  l->observe(g, c, greedy, 2.0);
+  placement now = l->place(g, c, false, 0);
+  CHECK(now.device == other.device);
+  CHECK(now.method == "doppler:best-measured");
+  CHECK(stats_of(*l).best_measured == 1);
+  l->observe(g, c, other, 5.0);  // mean 3.0: worse than the policy's 2.0 now
+  CHECK(l->place(g, c, false, 0).device == greedy.device);
+
+  opt.exploit_measured = false;
+  auto plain = make_doppler_learner(learner_config{}.with_seed(2), opt);
+  plain->observe(g, c, other, 1.0);
+  plain->observe(g, c, greedy, 2.0);
+  CHECK(plain->place(g, c, false, 0).device == greedy.device);
+}
