@@ -288,7 +288,11 @@ void add_run_commands(CLI::App& app) {
                   "placement (0..1; the first run is greedy)")
       ->capture_default_str();
   cmd->add_option("--save-policy", f->save_policy, "--learner: write the learner's state here afterwards (atomically)");
-  cmd->callback([f] { run_command(*f); });
+  cmd->callback([f, cmd] {
+    if (cmd->count("--explore") > 0 && !f->online)
+      throw error(errc::bad_argument, "", "--explore", "the exploration budget needs --online");
+    run_command(*f);
+  });
   add_calibrate_command(app);
 
   auto* wk = app.add_subcommand("worker", "Serve device actors of a cluster to `doppler run --remote` over TCP "

@@ -139,6 +139,9 @@ TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget
   CHECK(bad.out.find("--explore") != std::string::npos);
   auto lonely = sh(cli + " run --graph " + (t / "g.json") + " --online");
   CHECK(lonely.code == 2);
+  auto offline = sh(cli + " run --graph " + (t / "g.json") + " --learner cp --explore 0.2");
+  CHECK(offline.code == 2);
+  CHECK(offline.out.find("needs --online") != std::string::npos);
   auto help = sh(cli + " run --help");
   CHECK(help.out.find("--online") != std::string::npos);
   CHECK(help.out.find("--explore") != std::string::npos);
