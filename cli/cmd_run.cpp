@@ -209,6 +209,7 @@ void run_command(const run_flags& f) {
   double m = mean(ms), sd = stddev(ms);
   const sim_result& last = r.runs.back();
   if (!f.trace_file.empty()) write_file_atomic(f.trace_file, chrome_trace(*g, c, last, "cpu"));
+  if (lc_actor && !f.save_policy.empty()) lc_actor->save(f.save_policy);
   std::vector<double> util;
   for (device_index d = 0; d < c.device_count(); ++d) util.push_back(last.utilization(d));
   double bytes = static_cast<double>(r.bytes_moved.back());
@@ -234,10 +235,7 @@ void run_command(const run_flags& f) {
   if (f.transfers == "planned") std::cout << fmt::format(": {} tensors by plan", r.planned_tensors);
   std::cout << ")\n";
   if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
-  if (lc_actor && !f.save_policy.empty()) {
-    lc_actor->save(f.save_policy);
-    std::cout << "wrote learner state " << f.save_policy << "\n";
-  }
+  if (lc_actor && !f.save_policy.empty()) std::cout << "wrote learner state " << f.save_policy << "\n";
 }
 
 }  // namespace
