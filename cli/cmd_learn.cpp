@@ -5,6 +5,7 @@
 
 #include <doppler/learner/curriculum.hpp>
 #include <doppler/learner/curve.hpp>
+#include <doppler/learner/doppler_learner.hpp>
 #include <doppler/learner/doppler_placer.hpp>
 #include <doppler/learner/policy.hpp>
 #include <doppler/learner/trainer.hpp>
@@ -17,14 +18,17 @@
 
 #ifdef DOPPLER_HAVE_ACTORS
 #include <doppler/actors/engine.hpp>
+#include <doppler/actors/online.hpp>
 #endif
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace doppler::cli {
@@ -137,23 +141,57 @@ void add_train(CLI::App& app) {
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes, o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);
     double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);
-#ifdef DOPPLER_HAVE_ACTORS
-    std::unique_ptr<engine> eng;
-    if (o->t.real_episodes > 0) {
-      eng = std::make_unique<engine>(c);
-      auto shared = std::make_shared<const graph>(g);
-      int repeat = std::max(1, o->real_repeat);
-      o->t.measure = [&eng, shared, repeat](const placement& p) {
-        return eng->run(shared, p, run_options{}.with_repeat(repeat).with_trace(false)).mean_makespan();
-      };
-    }
-#else
-    if (o->t.real_episodes > 0)
+    const int real = o->t.real_episodes;
+#ifndef DOPPLER_HAVE_ACTORS
+    if (real > 0)
       throw error(errc::bad_argument, "", "--real-episodes", "this build has no actor runtime (DOPPLER_WITH_ACTORS=OFF)");
 #endif
-    o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + o->t.real_episodes, cp);
+    o->t.real_episodes = 0;  // phase III runs below, through the learner actor
+    o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + real, cp);
     auto r = learner::train(pol, pb, o->t);
-    pol.save(o->out);
+    if (real == 0) pol.save(o->out);
+#ifdef DOPPLER_HAVE_ACTORS
+    if (real > 0) {
+      // Phase III through the learner actor (no files, no polling): the trained policy moves into a
+      // `doppler` learner served by an actor in the engine's actor system; online learning with every
+      // run but the first exploring is phase III — the actor places (a sampled rollout), the engine
+      // measures, `observe` takes the REINFORCE step, the next run starts.
+      auto t0 = std::chrono::steady_clock::now();
+      engine eng(c);
+      auto shared = std::make_shared<const graph>(g);
+      learner_config lc;
+      lc.costs = cm;
+      lc.sim = o->t.sim;
+      lc.seed = o->t.seed;
+      learner::doppler_learner_options lo;
+      lo.online_lr = o->t.rl_lr * o->t.lr_final;  // phase II's final learning rate
+      lo.temperature = o->t.temperature;
+      lo.gamma = o->t.gamma;
+      lo.entropy = o->t.entropy_final;
+      lo.exploit_measured = false;  // the greedy placement reported and saved is the policy's
+      learner_client client = eng.spawn_learner(learner::make_doppler_learner(std::move(pol), lc, lo));
+      const auto ro = run_options{}.with_repeat(std::max(1, o->real_repeat)).with_trace(false);
+      online_learning ol(eng, client, shared, online_options{}.with_explore(1.0).with_seed(o->t.seed).with_run(ro));
+      double best = std::numeric_limits<double>::infinity();
+      int episode = static_cast<int>(r.curve.size());
+      for (int k = 0; k <= real; ++k) {
+        online_step st = ol.step();  // run 1: the greedy placement (the baseline), then `real` explorations
+        if (k == 0) {
+          r.real_initial_greedy = st.makespan;
+          continue;
+        }
+        best = std::min(best, st.makespan);
+        learner::train_row row{++episode, "real", st.makespan, best, 0, -1};
+        r.curve.push_back(row);
+        o->t.on_episode(row);
+      }
+      placement greedy = client.place(shared);
+      r.real_final_greedy = eng.run(shared, greedy, ro).mean_makespan();
+      r.greedy_makespan = learner::score(pb, greedy, o->t.sim);
+      r.real_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      client.save(o->out);
+    }
+#endif
     int eps = o->t.il_episodes + o->t.rl_episodes;  // simulated episodes (phase III reported apart)
     std::cout << fmt::format(
         "cp {:.6g} s, lower bound {:.6g} s\n"
@@ -163,9 +201,9 @@ void add_train(CLI::App& app) {
         r.cp_makespan, r.lower_bound, r.initial_greedy_makespan, r.greedy_makespan, r.greedy_makespan / r.cp_makespan, r.last_greedy_makespan,
         r.best_makespan, r.best_makespan / r.cp_makespan, 100 * r.final_agreement, 100 * r.final_sel_agreement, 100 * r.final_plc_agreement, r.il_seconds, r.rl_seconds,
         eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0, o->out);
-    if (o->t.real_episodes > 0)
-      std::cout << fmt::format("phase III: measured greedy makespan {:.6g} s -> {:.6g} s ({} episodes, {:.1f} s)\n",
-                               r.real_initial_greedy, r.real_final_greedy, o->t.real_episodes, r.real_seconds);
+    if (real > 0)
+      std::cout << fmt::format("phase III (learner actor): measured greedy makespan {:.6g} s -> {:.6g} s ({} episodes, {:.1f} s)\n",
+                               r.real_initial_greedy, r.real_final_greedy, real, r.real_seconds);
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve));
     if (!o->svg.empty())
       learner::write_text_file(o->svg, learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound,
@@ -204,7 +242,12 @@ void add_place_learned(CLI::App& app) {
 
 }  // namespace
 
+void forward_to_learn_twin() {
+  throw error(errc::internal, "doppler-learn: the learner is built in; nothing to forward to");
+}
+
 void add_learn_commands(CLI::App& app) {
+  learner::register_doppler_learner();  // `run --learner doppler` (cmd_run.cpp)
   add_train(app);
   add_place_learned(app);
 }

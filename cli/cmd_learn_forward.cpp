@@ -18,16 +18,14 @@
 
 namespace doppler::cli {
 
-namespace {
-
 /// Replaces this process with doppler-learn and the original arguments.
-[[noreturn]] void forward() {
+void forward_to_learn_twin() {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   auto twin = (ec ? std::filesystem::path(".") : self.parent_path()) / "doppler-learn";
   if (!std::filesystem::exists(twin))
     throw error(errc::bad_argument, "this doppler was built without LibTorch (DOPPLER_WITH_TORCH=OFF): "
-                                    "train and place-learned need the learner (" + twin.string() + " not found)");
+                                    "train, place-learned and run --learner doppler need the learner (" + twin.string() + " not found)");
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::string> args;
@@ -46,8 +44,6 @@ namespace {
   throw error(errc::io, twin.string(), "", std::string("cannot start: ") + std::strerror(errno));
 }
 
-}  // namespace
-
 void add_learn_commands(CLI::App& app) {
   for (auto [name, what] : {std::pair{"train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the "
                                                "simulator (see `doppler train --help`)"},
@@ -56,7 +52,7 @@ void add_learn_commands(CLI::App& app) {
     cmd->prefix_command();
     cmd->allow_extras();
     cmd->set_help_flag();
-    cmd->callback([] { forward(); });
+    cmd->callback([] { forward_to_learn_twin(); });
   }
 }
 

@@ -5,12 +5,14 @@
 #include "commands.hpp"
 
 #include <doppler/actors/engine.hpp>
+#include <doppler/actors/online.hpp>
 #include <doppler/comm/multicast.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/learner.hpp>
 #include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
@@ -25,6 +27,7 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -37,6 +40,9 @@ namespace {
 struct run_flags {
   std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
       costs_file, backend = "cpu", scheduler = "stealing", transfers = "direct", plan_method = "greedy", refine;
+  std::string learner, policy_file, save_policy;  // --learner: placements from a learner actor
+  bool online = false;
+  double explore = 0.1;
   double chunk_bytes = 1 << 20;
   std::vector<std::string> workers;  // HOST:PORT
   std::string token, tls_cert, tls_key, tls_ca;
@@ -89,11 +95,52 @@ double stddev(const std::vector<double>& xs) {
   return std::sqrt(ss / static_cast<double>(xs.size() - 1));
 }
 
+/// `--online`: every measured run asks the learner actor for a placement (greedy, or exploring within
+/// the --explore budget), runs it, and reports the measured makespan for the learner to update.
+void online_command(const run_flags& f, engine& e, learner_client& l, std::shared_ptr<const graph> g,
+                    const cost_model& cm, const run_options& ro) {
+  online_learning ol(e, l, g, online_options{}.with_explore(f.explore).with_seed(f.seed).with_run(
+                                  run_options(ro).with_repeat(1).with_trace(false)));
+  nlohmann::json runs = nlohmann::json::array();
+  if (!f.json)
+    std::cout << fmt::format("online learning: learner {}, explore at most {:.0f}% of runs\n"
+                             " run  explored  makespan (s)  best so far (s)  latest greedy (s)  placement\n",
+                             l.name(), 100 * f.explore);
+  for (int k = 0; k < f.repeat; ++k) {
+    online_step s = ol.step();
+    if (f.json)
+      runs.push_back({{"run", s.run}, {"explored", s.explored}, {"makespan_s", s.makespan}, {"best_s", s.best},
+                      {"greedy_s", s.greedy}, {"method", s.used.method}});
+    else
+      std::cout << fmt::format("{:4d}  {:<8}  {:12.6f}  {:15.6f}  {:17.6f}  {}\n", s.run, s.explored ? "yes" : "no",
+                               s.makespan, s.best, s.greedy, s.used.method);
+  }
+  double final_sim = simulate(*g, e.cluster_model(), l.place(g), cm, sim_options{}).makespan;
+  if (f.json) {
+    std::cout << nlohmann::json{{"graph", f.graph_file}, {"cluster", e.cluster_model().name()}, {"learner", l.name()},
+                                {"explore", f.explore}, {"runs", runs}, {"explored", ol.explored()},
+                                {"best_s", ol.best_makespan()}, {"final_greedy_simulated_s", final_sim}}
+                     .dump()
+              << "\n";
+    return;
+  }
+  std::cout << fmt::format("{} runs, {} explored; best measured {:.6f} s; the learner's greedy placement now "
+                           "simulates to {:.6f} s\n",
+                           ol.runs(), ol.explored(), ol.best_makespan(), final_sim);
+}
+
 void run_command(const run_flags& f) {
   if (f.repeat < 1) throw error(errc::bad_argument, "", "--repeat", "must be at least 1");
   if (f.warmup < 0) throw error(errc::bad_argument, "", "--warmup", "must be at least 0");
   if (f.streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
   if (!(f.timeout > 0)) throw error(errc::bad_argument, "", "--timeout", "must be positive");
+  if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
+    throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");
+  if (!f.learner.empty() && !f.placement_file.empty())
+    throw error(errc::bad_argument, "", "--learner", "give either --placement or --learner, not both");
+  may_explore(1, 0, f.explore);  // validates --explore
+  // The DOPPLER learner lives in the LibTorch twin doppler-learn: hand the whole command over to it.
+  if (f.learner == "doppler" && !has_learner("doppler")) forward_to_learn_twin();
   exec_mode mode = exec_mode::wc;
   if (f.mode == "bsp") mode = exec_mode::bsp;
   else if (f.mode != "wc") throw error(errc::bad_argument, "", "--mode", "unknown mode '" + f.mode + "' (wc, bsp)");
@@ -101,9 +148,17 @@ void run_command(const run_flags& f) {
   auto g = std::make_shared<const graph>(load_graph(f.graph_file));
   cluster c = load_cluster_or_preset(f.cluster_spec);
   cost_model cm = f.costs_file.empty() ? cost_model() : cost_model::load(f.costs_file);
+  learner_config lc;
+  lc.policy = f.policy_file;
+  lc.costs = cm;
+  lc.seed = f.seed;
+  std::unique_ptr<learner_interface> learner;
+  if (!f.learner.empty()) learner = make_learner(f.learner, lc);  // before the engine: errors come first
   placement p;
   std::string method;
-  if (!f.placement_file.empty()) {
+  if (learner) {
+    method = "learner " + f.learner;
+  } else if (!f.placement_file.empty()) {
     p = load_placement(f.placement_file, *g, c);
     method = p.method.empty() ? "file" : p.method;
   } else {
@@ -138,6 +193,11 @@ void run_command(const run_flags& f) {
       std::cout << "\n";
     }
   }
+  std::optional<learner_client> lc_actor;
+  if (learner) {
+    lc_actor.emplace(e.spawn_learner(std::move(learner)));
+    p = lc_actor->place(g);  // greedy: what the learner deploys now
+  }
   if (!f.json)
     std::cout << fmt::format("run: graph {} ({} ops), cluster {} ({} devices), placement {}, mode {}, "
                              "streams {}, backend {}, scheduler {}, {} warm-up + {} measured runs\n",
@@ -148,6 +208,14 @@ void run_command(const run_flags& f) {
   ro.seed = f.seed;
   ro.failover = f.failover;
   if (f.warmup > 0) e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false));
+  if (f.online) {
+    online_command(f, e, *lc_actor, g, cm, ro);
+    if (!f.save_policy.empty()) {
+      lc_actor->save(f.save_policy);
+      if (!f.json) std::cout << "wrote learner state " << f.save_policy << "\n";
+    }
+    return;
+  }
   auto r = e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty()));
 
   sim_options so;
@@ -163,6 +231,7 @@ void run_command(const run_flags& f) {
   double m = mean(ms), sd = stddev(ms);
   const sim_result& last = r.runs.back();
   if (!f.trace_file.empty()) write_file_atomic(f.trace_file, chrome_trace(*g, c, last, "cpu"));
+  if (lc_actor && !f.save_policy.empty()) lc_actor->save(f.save_policy);
   std::vector<double> util;
   for (device_index d = 0; d < c.device_count(); ++d) util.push_back(last.utilization(d));
   double bytes = static_cast<double>(r.bytes_moved.back());
@@ -190,6 +259,7 @@ void run_command(const run_flags& f) {
   std::cout << ")\n";
   for (const auto& why : r.failovers) std::cout << "failover (ops re-placed on the surviving devices) after: " << why << "\n";
   if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
+  if (lc_actor && !f.save_policy.empty()) std::cout << "wrote learner state " << f.save_policy << "\n";
 }
 
 }  // namespace
@@ -236,7 +306,25 @@ void add_run_commands(CLI::App& app) {
   cmd->add_flag("--failover", f->failover, "When a worker is lost mid-run, re-place its ops on the surviving "
                                            "devices and run again instead of failing");
   cmd->add_flag("--json", f->json, "Print one JSON object");
-  cmd->callback([f] { run_command(*f); });
+  cmd->add_option("--learner", f->learner,
+                  "Place with a learner actor instead: doppler (a trained policy; runs in doppler-learn), cp, heft, "
+                  "or a registered learner")
+      ->check([](const std::string& n) { return n.empty() ? std::string("empty learner name") : std::string(); });
+  cmd->add_option("--policy", f->policy_file, "--learner: state to start from (doppler: a `doppler train` checkpoint)");
+  cmd->add_flag("--online", f->online,
+                "--learner: learn during deployment: each of the --repeat runs asks the learner for a placement "
+                "(greedy, or exploring within --explore), runs it and reports the measured makespan; the learner "
+                "updates between runs");
+  cmd->add_option("--explore", f->explore,
+                  "--online: exploration budget: after n runs at most ceil(EXPLORE x n) tried a non-greedy "
+                  "placement (0..1; the first run is greedy)")
+      ->capture_default_str();
+  cmd->add_option("--save-policy", f->save_policy, "--learner: write the learner's state here afterwards (atomically)");
+  cmd->callback([f, cmd] {
+    if (cmd->count("--explore") > 0 && !f->online)
+      throw error(errc::bad_argument, "", "--explore", "the exploration budget needs --online");
+    run_command(*f);
+  });
   add_calibrate_command(app);
 
   auto* wk = app.add_subcommand("worker", "Serve device actors to `doppler run --workers` over TCP (CAF's middleman) "

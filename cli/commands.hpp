@@ -17,6 +17,10 @@ void add_run_commands(CLI::App& app);
 /// train, place-learned (cmd_learn.cpp in doppler-learn; `doppler` forwards them to it)
 void add_learn_commands(CLI::App& app);
 
+/// Re-executes this command in the LibTorch twin `doppler-learn` (cmd_learn_forward.cpp); in
+/// doppler-learn itself it throws errc::internal.
+[[noreturn]] void forward_to_learn_twin();
+
 /// plan-comm, check-schedule, compare-comm (cmd_comm.cpp)
 void add_comm_commands(CLI::App& app);
 

@@ -5,6 +5,7 @@
 #include <doppler/actors/device.hpp>
 #include <doppler/actors/dispatcher.hpp>
 #include <doppler/actors/engine.hpp>
+#include <doppler/actors/learner.hpp>
 #include <doppler/actors/run_plan.hpp>
 #include <doppler/runtime/error.hpp>
 
@@ -37,6 +38,7 @@ struct engine::impl {
   std::atomic<std::uint64_t> next_run{1};
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
   std::optional<actors::comm_planner_actor> planner;  // transfers = planned
+  std::vector<actors::learner_actor> learners;         // spawn_learner: stopped with the engine
 
   impl(cluster cl, engine_options o)
       : opt(std::move(o)),
@@ -106,6 +108,7 @@ struct engine::impl {
       if (stand_in[d]) caf::anon_send_exit(stand_in[d], caf::exit_reason::user_shutdown);
     }
     if (planner) caf::anon_send_exit(*planner, caf::exit_reason::user_shutdown);
+    for (auto& l : learners) caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
   }
 
   actors::device_actor spawn(device_index d) {
@@ -246,6 +249,16 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     }
   }
   return result;
+}
+
+learner_client engine::spawn_learner(std::shared_ptr<learner_interface> l) {
+  if (!l) throw error(errc::bad_argument, "spawn_learner: no learner");
+  auto a = actors::spawn_learner(impl_->sys, std::move(l));
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->learners.push_back(a);
+  }
+  return actors::make_learner_client(impl_->sys, a, impl_->c);
 }
 
 std::uint64_t engine::bytes_held() {

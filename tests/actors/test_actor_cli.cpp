@@ -119,3 +119,79 @@ TEST_CASE("doppler calibrate writes a cost table the simulator loads") {
   CAPTURE(run.out);
   CHECK(run.code == 0);
 }
+
+TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget, state saved; bad input exits 2") {
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:4 --learner cp --online --explore 0.1 " +
+              "--repeat 20 --json --save-policy " + (t / "cp.json"));
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["learner"] == "cp");
+  CHECK(j["runs"].size() == 20);
+  CHECK(j["explored"] == 2);
+  int explored = 0;
+  for (const auto& run : j["runs"]) explored += run["explored"].get<bool>();
+  CHECK(explored == 2);
+  CHECK(j["runs"][0]["explored"] == false);
+  CHECK(fs::exists(t / "cp.json"));
+
+  auto text = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --learner heft --online --repeat 3");
+  CAPTURE(text.out);
+  CHECK(text.code == 0);
+  CHECK(text.out.find("online learning: learner heft") != std::string::npos);
+  CHECK(text.out.find("3 runs, 1 explored") != std::string::npos);  // ceil(0.1 x 3) = 1
+
+  auto unknown = sh(cli + " run --graph " + (t / "g.json") + " --learner no-such --online");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.out.find("unknown learner 'no-such'") != std::string::npos);
+  auto bad = sh(cli + " run --graph " + (t / "g.json") + " --learner cp --online --explore 1.5");
+  CHECK(bad.code == 2);
+  CHECK(bad.out.find("--explore") != std::string::npos);
+  auto lonely = sh(cli + " run --graph " + (t / "g.json") + " --online");
+  CHECK(lonely.code == 2);
+  auto offline = sh(cli + " run --graph " + (t / "g.json") + " --learner cp --explore 0.2");
+  CHECK(offline.code == 2);
+  CHECK(offline.out.find("needs --online") != std::string::npos);
+  auto help = sh(cli + " run --help");
+  CHECK(help.out.find("--online") != std::string::npos);
+  CHECK(help.out.find("--explore") != std::string::npos);
+}
+
+TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn; online runs update a trained policy") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  REQUIRE(sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:4 --model wc --il-episodes 8 " +
+             "--rl-episodes 8 --hidden 16 --steps 2 -o " + (t / "p.pt")).code == 0);
+  auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:4 --learner doppler --policy " + (t / "p.pt") +
+              " --online --explore 0.5 --repeat 6 --json --save-policy " + (t / "p2.pt"));
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["learner"] == "doppler");
+  CHECK(j["explored"] == 3);
+  CHECK(fs::exists(t / "p2.pt"));
+  auto again = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:4 --learner doppler --policy " + (t / "p2.pt") +
+                  " --repeat 1 --json");
+  CAPTURE(again.out);
+  CHECK(again.code == 0);
+  // Phase III of `doppler train` runs through the learner actor: 4 measured episodes in the curve.
+  auto p3 = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --il-episodes 4 --rl-episodes 4 " +
+               "--real-episodes 4 --hidden 16 --steps 2 -o " + (t / "p3.pt") + " --csv " + (t / "p3.csv"));
+  CAPTURE(p3.out);
+  REQUIRE(p3.code == 0);
+  CHECK(p3.out.find("phase III (learner actor)") != std::string::npos);
+  std::ifstream csv(t / "p3.csv");
+  int real_rows = 0;
+  for (std::string line; std::getline(csv, line);) real_rows += line.find(",real,") != std::string::npos;
+  CHECK(real_rows == 4);
+  CHECK(fs::exists(t / "p3.pt"));
+  auto missing = sh(cli + " run --graph " + (t / "g.json") + " --learner doppler --policy " + (t / "none.pt") + " --online");
+  CHECK(missing.code != 0);
+  CHECK(missing.out.find("none.pt") != std::string::npos);
+}

@@ -124,3 +124,19 @@ TEST_CASE("worker_info: the handshake answer survives") {
   REQUIRE(msg.match_elements<hello_atom, std::string>());
   CHECK(msg.get_as<std::string>(1) == "t0k");
 }
+
+TEST_CASE("the learner protocol's data: placement and train report") {
+  system_fixture f;
+  placement p;
+  p.device = {0, 2, 1};
+  p.order = {0, 2, 1};
+  p.method = "doppler";
+  auto back = f.round_trip(p);
+  CHECK(back.device == p.device);
+  CHECK(back.order == p.order);
+  CHECK(back.method == "doppler");
+  auto r = f.round_trip(learner_train_report{16, 1.5, 2.5});
+  CHECK(r.episodes == 16);
+  CHECK(r.best_makespan == 1.5);
+  CHECK(r.greedy_makespan == 2.5);
+}

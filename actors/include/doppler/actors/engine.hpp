@@ -193,6 +193,9 @@ class engine {
   /// Fault injection: kills device d's actor now (a run in flight fails naming it; the next run
   /// respawns it).
   void kill_device(device_index d);
+  /// Spawns a learner actor serving `l` in this engine's actor system (online.hpp, learner.hpp);
+  /// the engine stops it when it is destroyed. Throws `errc::bad_argument` for a null learner.
+  learner_client spawn_learner(std::shared_ptr<learner_interface> l);
 
  private:
   struct impl;

@@ -19,4 +19,6 @@ class engine;
 struct engine_options;
 struct run_options;
 struct run_result;
+class learner_interface;
+class learner_client;
 }  // namespace doppler

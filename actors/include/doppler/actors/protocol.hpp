@@ -26,11 +26,18 @@
 ///
 ///   engine ──hello(token)──▶ worker ──worker_info{devices}──▶ engine   (then devices as above)
 ///
+/// - The learner actor (learner.hpp) serves any `learner_interface` (runtime/learner.hpp) by the
+///   same protocol: `place` (greedy or exploring), `observe` (a measured makespan; the learner updates
+///   before it answers), `train` (episodes in the simulator), `save` / `load` (state files), `name`.
+///   Online learning (online.hpp) asks it for a placement, runs it, reports the makespan, repeats.
+///
 /// Every message type is registered in the `doppler_actors` type-id block below. The run plan (a
 /// pointer to the immutable graph, placement and precomputed tables) is process-local; devices in
 /// other processes get it as `plan_text` and build their own.
 
 #include <doppler/runtime/graph.hpp>
+#include <doppler/runtime/learner.hpp>
+#include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/sim.hpp>
 #include <doppler/runtime/tensor.hpp>
 #include <doppler/runtime/transfer_plan.hpp>
@@ -172,6 +179,12 @@ struct worker_info {
   std::vector<caf::actor> devices;    ///< the device actors (device_actor handles, type-erased)
 };
 
+/// What the learner actor is asked about: a graph on a cluster (process-local, shared, immutable).
+struct learn_problem {
+  std::shared_ptr<const graph> g;
+  std::shared_ptr<const cluster> c;
+};
+
 }  // namespace doppler::actors
 
 // ---- atoms (≤ 10 characters each) ---------------------------------------------------------------
@@ -189,6 +202,12 @@ CAF_ADD_ATOM(doppler_actors, doppler::actors, chunk_atom, "dp_chunk")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, plan_atom, "dp_plan")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, stats_atom, "dp_stats")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, hello_atom, "dp_hello")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, place_atom, "dp_place")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, observe_atom, "dp_observe")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, train_atom, "dp_train")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, save_atom, "dp_save")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, load_atom, "dp_load")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, name_atom, "dp_name")
 
 namespace doppler::actors {
 
@@ -242,6 +261,22 @@ using comm_planner_actor = caf::typed_actor<
 using worker_actor = caf::typed_actor<
     /// hello(token): the served devices when the token matches the worker's (or it has none).
     caf::replies_to<hello_atom, std::string>::with<worker_info>>;
+
+/// The learner (learner.hpp): any `learner_interface`, one request at a time, on its own thread
+/// (updates may take a while). A learner's `doppler::error` comes back as a caf::error whose context
+/// is (errc as int32, message); `learner_error_text` (learner.hpp) reads it.
+using learner_actor = caf::typed_actor<
+    /// A placement of the problem: greedy (false) or exploring (true), with an exploration seed.
+    caf::replies_to<place_atom, learn_problem, bool, std::uint64_t>::with<placement>,
+    /// The measured makespan (seconds) of a placement; answered after the learner has updated.
+    caf::replies_to<observe_atom, learn_problem, placement, double>::with<caf::ok_atom>,
+    /// Train this many episodes in the simulator.
+    caf::replies_to<train_atom, learn_problem, std::int32_t>::with<learner_train_report>,
+    /// Write / read the learner's state file.
+    caf::replies_to<save_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<load_atom, std::string>::with<caf::ok_atom>,
+    /// The learner's registry name.
+    caf::replies_to<name_atom>::with<std::string>>;
 
 // ---- inspect overloads (CAF 0.17 form) ----------------------------------------------------------
 
@@ -333,12 +368,22 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trace_event& x) {
   return f(caf::meta::type_name("trace_event"), x.what, x.id, x.where, x.dst, x.start, x.end);
 }
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, placement& x) {
+  return f(caf::meta::type_name("placement"), x.device, x.order, x.method);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, learner_train_report& x) {
+  return f(caf::meta::type_name("learner_train_report"), x.episodes, x.best_makespan, x.greedy_makespan);
+}
 }  // namespace doppler
 
 /// The plan is process-local (a pointer to an immutable graph); remote devices get `plan_text`.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(doppler::actors::plan_ref)
 /// Transfer plans are process-local too (planned transfers run between devices of one process).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(doppler::actors::transfer_plans)
+/// Learner problems are process-local (a learner in another process would need the graph as JSON).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(doppler::actors::learn_problem)
 
 CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::trace_event))
@@ -360,4 +405,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::transfer_request>))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<std::uint64_t>))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::worker_info))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::placement))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::learner_train_report))
 CAF_END_TYPE_ID_BLOCK(doppler_actors)

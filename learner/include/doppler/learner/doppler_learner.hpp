@@ -1,0 +1,55 @@
+#pragma once
+/// DOPPLER's policy behind the runtime's `learner_interface` (runtime/learner.hpp), so the learner
+/// actor can serve it (Torch-free header). Registered as `doppler` by `register_doppler_learner()`.
+///
+/// - place: the policy's greedy SEL+PLC placement, or (explore) a sample at the exploration
+///   temperature; every placement it hands out is remembered with its episode.
+/// - observe: the measured makespan of one of its placements. Every observation moves the baseline
+///   (running mean of the graph's observed costs, the trainer's rule); an observation of an exploring
+///   placement is a phase-III REINFORCE step: advantage (baseline − cost) / baseline, the trainer's
+///   discount and entropy weight, Adam at `online_lr`. Placements it did not make only move the baseline.
+///   Every observed placement's mean makespan is kept (the 256 most recent distinct ones).
+/// - greedy place with `exploit_measured` (default): the policy's greedy placement, unless it has been
+///   measured and another measured placement has a lower mean — then that one (method
+///   "doppler:best-measured"): deployment never returns to a placement known to be worse.
+/// - train: phase II (REINFORCE in the simulator, `learner_config::sim`) for that many episodes.
+/// - save / load: the policy checkpoint (policy::save / policy::load).
+
+#include <doppler/learner/policy.hpp>
+#include <doppler/runtime/learner.hpp>
+
+#include <memory>
+
+namespace doppler::learner {
+
+struct doppler_learner_options {
+  policy_options policy;          ///< network sizes of a fresh policy (ignored when loading one)
+  double online_lr = 1e-3;        ///< Adam's learning rate of the online (phase III) steps
+  double temperature = 1.0;       ///< exploration: sampling temperature
+  double gamma = 0.99;            ///< discount of the reward to earlier steps (the trainer's)
+  double entropy = 0.001;         ///< entropy bonus of the online steps
+  int batch = 4;                  ///< phase II batch in train()
+  bool exploit_measured = true;   ///< greedy place may return the best measured placement (above)
+};
+
+/// The `doppler` learner; starts from `cfg.policy` when given (errors name the file), else fresh
+/// weights seeded with `cfg.seed`.
+std::unique_ptr<learner_interface> make_doppler_learner(const learner_config& cfg,
+                                                        const doppler_learner_options& opt = {});
+
+/// The same around a policy already in memory (phase III after phases I and II, without a file).
+std::unique_ptr<learner_interface> make_doppler_learner(policy pol, const learner_config& cfg,
+                                                        const doppler_learner_options& opt = {});
+
+/// Registers `doppler` in the learner registry (idempotent).
+void register_doppler_learner();
+
+/// Online statistics of a `doppler` learner (tests, reports): observations, REINFORCE steps taken.
+struct doppler_learner_stats {
+  int observed = 0, updates = 0;
+  int best_measured = 0;  ///< greedy places that returned the best measured placement, not the policy's
+};
+/// The statistics of `l` when it is a `doppler` learner; throws `errc::bad_argument` otherwise.
+doppler_learner_stats stats_of(const learner_interface& l);
+
+}  // namespace doppler::learner
