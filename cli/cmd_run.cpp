@@ -16,6 +16,9 @@
 #include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
+#ifdef DOPPLER_HAVE_CUDA
+#include <doppler/cuda/actor_backend.hpp>
+#endif
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -79,6 +82,25 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& s, const std:
 }
 
 /// The shared token: the flag, else $DOPPLER_TOKEN.
+/// `--backend NAME`: the actor layer's backends by name, and `cuda` (this machine's GPU; each device of
+/// the cluster a virtual device on it) when doppler was built with CUDA — a clear error otherwise.
+engine_options with_named_backend(engine_options o, const std::string& name, std::size_t devices) {
+  if (name != "cuda") return o.with_backend(name);
+#ifdef DOPPLER_HAVE_CUDA
+  std::string why;
+  if (!cuda::gpu_available(&why))
+    throw error(errc::infeasible, "", "--backend", "cuda: no usable GPU on this machine (" + why + ")");
+  return o.with_backend("cuda").with_custom_backend(
+      std::make_shared<cuda::actor_backend>(static_cast<int>(devices), cuda::device_options{}));
+#elif defined(DOPPLER_CUDA_IN_TWIN)
+  (void)devices;
+  forward_to_learn_twin();  // the twin links the CUDA libraries; this binary starts without them
+#else
+  (void)devices;
+  throw error(errc::bad_argument, "", "--backend", "cuda: this doppler was built without CUDA (nvcc not found)");
+#endif
+}
+
 std::string token_or_env(const std::string& flag_value) {
   if (!flag_value.empty()) return flag_value;
   const char* env = std::getenv("DOPPLER_TOKEN");
@@ -174,13 +196,12 @@ void run_command(const run_flags& f) {
   to.refine = f.refine;
   if (!(f.chunk_bytes > 0)) throw error(errc::bad_argument, "", "--chunk-bytes", "must be positive");
   to.chunk_bytes = f.chunk_bytes;
-  engine e(c, engine_options{}
+  engine e(c, with_named_backend(engine_options{}, f.backend, c.device_count())
                   .with_transfers(to)
                   .with_network(!f.workers.empty())
                   .with_tls(f.tls_cert, f.tls_key, f.tls_ca)
                   .with_scheduler(f.scheduler)
                   .with_streams(f.streams)
-                  .with_backend(f.backend)
                   .with_costs(cm)
                   .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000))));
   std::string token = token_or_env(f.token);
@@ -279,7 +300,8 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--streams", f->streams, "Concurrent ops per device")->capture_default_str();
   cmd->add_option("--seed", f->seed, "Input fill (and placer) seed")->capture_default_str();
   cmd->add_option("--backend", f->backend, "Kernel backend: cpu (real kernels), emulate (hold each op and transfer for its modeled time), "
-                                         "null (no work)")->capture_default_str();
+                                         "null (no work), cuda (this machine's GPU, each device a virtual device on "
+                                         "it; host-staged tensors)")->capture_default_str();
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
   cmd->add_option("--timeout", f->timeout, "Seconds before a run fails")->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
@@ -347,7 +369,7 @@ void add_run_commands(CLI::App& app) {
                                     "whose `host` is this name");
   wk->add_option("--token", w->token, "Refuse runs that do not present this token (default: $DOPPLER_TOKEN)");
   wk->add_option("--streams", w->streams, "Concurrent ops per device")->capture_default_str();
-  wk->add_option("--backend", w->backend, "Kernel backend: cpu, emulate (needs named devices), null")->capture_default_str();
+  wk->add_option("--backend", w->backend, "Kernel backend: cpu, emulate (needs named devices), null, cuda")->capture_default_str();
   wk->add_option("--tls-cert", w->tls_cert, "Serve over TLS (CAF's openssl module): this worker's PEM certificate "
                                             "(needs --tls-key and --tls-ca; runs must present a certificate --tls-ca verifies)");
   wk->add_option("--tls-key", w->tls_key, "TLS: the PEM key of --tls-cert");
@@ -373,7 +395,7 @@ void add_run_commands(CLI::App& app) {
       throw error(errc::bad_argument, "", "--devices", "give --devices (cpu:N or ids of --cluster) or --cluster and --name");
     }
     worker served(c, ds,
-                  engine_options{}.with_streams(w->streams).with_backend(w->backend)
+                  with_named_backend(engine_options{}, w->backend, c.device_count()).with_streams(w->streams)
                       .with_tls(w->tls_cert, w->tls_key, w->tls_ca),
                   worker_options{}.with_host(host).with_port(port).with_token(token_or_env(w->token))
                       .with_name(w->name).with_named(!spec));

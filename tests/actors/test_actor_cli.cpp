@@ -105,6 +105,21 @@ TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
   CHECK(help.out.find("--token") != std::string::npos);
 }
 
+TEST_CASE("doppler run --backend cuda: runs on a GPU, or says clearly why not") {
+  temp_dir t;
+  REQUIRE(sh(cli + " workload llama-block --dim 64 --heads 4 --ffn 96 --seq 16 --shards 2 -o " + (t / "g.json")).code == 0);
+  auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --backend cuda --repeat 1 --warmup 0");
+  if (r.code == 0) {  // a machine with a GPU
+    CHECK(r.out.find("measured makespan") != std::string::npos);
+  } else {
+    CAPTURE(r.out);
+    CHECK(r.code >= 1);
+    CHECK(r.code <= 2);  // an error exit, not a crash
+    CHECK(r.out.find("--backend") != std::string::npos);
+    CHECK(r.out.find("cuda:") != std::string::npos);
+  }
+}
+
 TEST_CASE("doppler calibrate writes a cost table the simulator loads") {
   temp_dir t;
   auto r = sh(cli + " calibrate --cluster cpu:2 --rounds 1 -o " + (t / "cost.json") + " --cluster-out " + (t / "c.json"));
