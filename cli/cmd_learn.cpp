@@ -127,6 +127,7 @@ void add_train(CLI::App& app) {
       if (given("--seed")) t.seed = o->t.seed;
       if (given("--hidden")) p.hidden = o->p.hidden;
       if (given("--steps")) p.steps = o->p.steps;
+      if (!given("--policy-kind")) o->kind = learner::policy_kind_name(p.kind);
       o->t = t;
       o->p = p;
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
