@@ -65,7 +65,7 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
 void add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the simulator");
   struct opts {
-    std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs, config;
+    std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual";
     int real_repeat = 1;
     learner::train_options t;
     learner::policy_options p;
@@ -93,6 +93,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->capture_default_str();
   cmd->add_option("--hidden", o->p.hidden, "Encoder dims (paper: 128)")->capture_default_str();
   cmd->add_option("--steps", o->p.steps, "Message-passing steps (paper: 6)")->capture_default_str();
+  cmd->add_option("--policy-kind", o->kind,
+                  "dual (DOPPLER's SEL + PLC) or joint (single-policy ablation: one network scores (op, device) pairs)")
+      ->capture_default_str();
   cmd->add_option("--init", o->init, "Start from this checkpoint (resume or fine-tune) instead of new weights");
   cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();
   cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement)");
@@ -124,19 +127,22 @@ void add_train(CLI::App& app) {
       if (given("--seed")) t.seed = o->t.seed;
       if (given("--hidden")) p.hidden = o->p.hidden;
       if (given("--steps")) p.steps = o->p.steps;
+      if (!given("--policy-kind")) o->kind = learner::policy_kind_name(p.kind);
       o->t = t;
       o->p = p;
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
     o->p.seed = o->t.seed;
+    o->p.kind = learner::parse_policy_kind(o->kind);
     learner::policy pol = o->init.empty() ? learner::policy(o->p) : learner::policy::load(o->init);
     learner::problem pb(g, c, cm);
     const auto& po = pol.options();
     std::cerr << fmt::format(
         "train: graph {} ({} ops, {} edges), cluster {} ({} devices), model {}\n"
-        "  policy: hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
+        "  policy: {}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
         "  phase I {} episodes (lr {}, eps {}->{}), phase II {} episodes (lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
-        o->graph, g.size(), g.edge_count(), c.name(), c.device_count(), o->model, po.hidden, po.steps, po.proj,
+        o->graph, g.size(), g.edge_count(), c.name(), c.device_count(), o->model,
+        learner::policy_kind_name(po.kind), po.hidden, po.steps, po.proj,
         po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes, o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);

@@ -102,7 +102,12 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   }
   if (j.contains("policy")) {
     const auto& s = j["policy"];
-    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp"});
+    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind"});
+    if (s.contains("kind")) {
+      if (!s["kind"].is_string() || (s["kind"] != "dual" && s["kind"] != "joint"))
+        r.fail(errc::bad_value, "policy.kind", "must be \"dual\" or \"joint\"");
+      p.kind = parse_policy_kind(s["kind"].get<std::string>());
+    }
     r.integer(s, "policy", "hidden", p.hidden, 1);
     r.integer(s, "policy", "steps", p.steps, 0);
     r.integer(s, "policy", "proj", p.proj, 1);

@@ -7,19 +7,21 @@ namespace {
 
 class doppler_placer final : public placer {
  public:
-  explicit doppler_placer(policy pol) : pol_(std::move(pol)) {}
-  std::string_view name() const noexcept override { return "doppler"; }
+  explicit doppler_placer(policy pol)
+      : pol_(std::move(pol)), name_(pol_.options().kind == policy_kind::joint ? "doppler-joint" : "doppler") {}
+  std::string_view name() const noexcept override { return name_; }
   placement place(const graph& g, const cluster& c, const cost_model& cm, const placer_options& opt) override {
     problem pb(g, c, cm, opt.respect_memory);
     if (opt.progress) opt.progress(0.0);
     placement p = pol_.place(pb);
     if (opt.progress) opt.progress(1.0);
-    p.method = "doppler";
+    p.method = name_;
     return p;
   }
 
  private:
   policy pol_;
+  std::string name_;
 };
 
 }  // namespace

@@ -7,6 +7,8 @@
 //                            Σ h on v's longest path from an entry / L])
 //   PLC:     logit(v, d) = w · relu(W_dev relu(P_dev f_vd) + W_op [relu(P_op x_v) ‖ h_v] + b
 //                                   + W_sum Σ_{u on d} h_u / |V|) + c
+//   joint (the single-policy ablation): logit(v, d) = PLC's logit above for every ready v, one
+//            softmax over all (ready op, valid device) pairs; no SEL head.
 // The first PLC layer is split by input block so the per-op and per-device-sum terms are computed
 // once per episode; only the device-feature term is per step.
 
@@ -18,12 +20,20 @@
 namespace doppler::learner::detail {
 
 /// A problem's static tensors.
+/// Messages are ordered by edge type (distinct edge-feature rows): Θ is computed once per type and
+/// each type's messages are one matrix product (O(E·h²) per step, not O(E·32·h²) to build Θ per
+/// edge). Longest-path sums use pointer jumping: O(N log L) instead of a dense path list O(N·L).
 struct graph_tensors {
   torch::Tensor x;          ///< [N, node_feature_count] z-scored features
-  torch::Tensor edge_feat;  ///< [E, edge_feature_count]
+  torch::Tensor edge_types; ///< [U, edge_feature_count]: the distinct edge features
+  torch::Tensor edge_type;  ///< [E] long: each message's type (messages sorted by type)
+  std::vector<std::int64_t> type_off;  ///< messages of type u are [type_off[u], type_off[u+1])
   torch::Tensor src;        ///< [E] long: message source
   torch::Tensor agg;        ///< sparse [N, E]: mean over incoming messages
-  torch::Tensor down, up;   ///< sparse [N, N]: longest-path sums (scaled by 1 / max_path_ops)
+  /// Pointer-jumping tables over N+1 rows (row N: a zero sentinel): jump k maps v to the op 2^k
+  /// steps further along v's longest path down (to an exit) / up (from an entry).
+  std::vector<torch::Tensor> down_jump, up_jump;
+  float path_scale = 1;     ///< 1 / max_path_ops
 };
 graph_tensors make_graph_tensors(const graph_features& f);
 
@@ -42,6 +52,14 @@ struct episode_tensors {
   torch::Tensor dev_valid;    ///< [T, D] bool
   torch::Tensor teacher_ops;  ///< [T, N] bool (undefined without labels)
   torch::Tensor teacher_devs; ///< [T, D] bool (undefined without labels)
+  // joint policy: every ready entry k of every step, padded per step to R = max ready size.
+  torch::Tensor pair_feat;    ///< [K, D, device_feature_count]
+  torch::Tensor pair_valid;   ///< [K, D] bool
+  torch::Tensor pair_op, pair_step;  ///< [K] long
+  torch::Tensor pad_idx;      ///< [T, R] long into K (K = a padding row)
+  torch::Tensor pad_mask;     ///< [T, R·D] bool: valid pairs
+  torch::Tensor pair_taken;   ///< [T] long: r·D + d of the chosen pair
+  torch::Tensor teacher_pairs;///< [T, R·D] bool (undefined without labels)
 };
 episode_tensors make_episode_tensors(const episode& ep, std::size_t n_ops, std::size_t n_dev);
 
@@ -58,12 +76,17 @@ struct net_impl : torch::nn::Module {
   encoded encode(const graph_tensors& gt, std::size_t n_ops);
   /// PLC logits [T, D] for the steps of an episode.
   torch::Tensor plc_logits(const encoded& e, const episode_tensors& et);
-  /// SEL and PLC terms of an episode at temperature `tau`.
+  /// joint: log π over the padded pairs [T, R·D] (0 where masked) and the entropy per step [T].
+  std::pair<torch::Tensor, torch::Tensor> joint_log_probs(const encoded& e, const episode_tensors& et, double tau);
+  /// SEL and PLC terms of an episode at temperature `tau` (joint: the pair terms in sel_*, zeros
+  /// [T, D] / [T] in plc_*).
   step_terms terms(const encoded& e, const episode_tensors& et, double tau);
 
   policy_options opt;
   torch::nn::Linear in{nullptr}, edge1{nullptr}, edge2{nullptr}, root{nullptr};
   torch::nn::GRUCell gru{nullptr};
+  /// Σ of h over v's path (v included) via pointer jumping, times path_scale: [N, h].
+  torch::Tensor path_sum(const torch::Tensor& hs, const std::vector<torch::Tensor>& jump, float scale);
   torch::nn::Linear sel_proj{nullptr}, sel1{nullptr}, sel2{nullptr};
   torch::nn::Linear plc_dev{nullptr}, plc_op{nullptr}, plc_w_dev{nullptr}, plc_w_op{nullptr},
       plc_w_sum{nullptr}, plc_out{nullptr};

@@ -25,6 +25,14 @@ std::vector<float> to_vector(const torch::Tensor& t) {
 
 }  // namespace
 
+std::string policy_kind_name(policy_kind k) { return k == policy_kind::joint ? "joint" : "dual"; }
+
+policy_kind parse_policy_kind(const std::string& name) {
+  if (name == "dual") return policy_kind::dual;
+  if (name == "joint") return policy_kind::joint;
+  throw error(errc::bad_argument, "learner: unknown policy kind '" + name + "' (dual, joint)");
+}
+
 problem::problem(const graph& g, const cluster& c, const cost_model& cm, bool respect_memory)
     : g_(&g), c_(&c), cm_(&cm), f_(compute_features(g, c, cm)), respect_memory_(respect_memory),
       key_(next_problem_key++) {}
@@ -147,6 +155,86 @@ std::pair<std::size_t, double> choose(std::span<const double> z, const rollout_o
 
 }  // namespace
 
+namespace {
+
+/// PLC's logit for one (op, device) from the cached terms and the device's dynamic features.
+double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float* feat, const std::vector<float>& dev_sum,
+                 std::vector<float>& proj, int p, int m) {
+  constexpr int nf = device_feature_count;
+  for (int i = 0; i < p; ++i) {
+    float s = c.dev_b[i];
+    for (int k = 0; k < nf; ++k) s += c.dev_w[i * nf + k] * feat[k];
+    proj[i] = std::max(s, 0.0f);
+  }
+  double logit = c.out_b;
+  for (int j = 0; j < m; ++j) {
+    float s = c.op_part[v * m + j] + dev_sum[d * m + j];
+    for (int i = 0; i < p; ++i) s += c.w_dev[j * p + i] * proj[i];
+    logit += static_cast<double>(c.out_w[j]) * std::max(s, 0.0f);
+  }
+  return logit;
+}
+
+/// One step of the single-policy ablation: PLC's network scores every (ready op, valid device) pair,
+/// one softmax over all of them picks both.
+void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, int p, int m,
+                std::span<const op_index> ready, std::vector<float>& dev_sum, const rollout_options& o,
+                std::mt19937_64& rng, episode& ep, std::vector<op_index>& t_ops, std::vector<device_index>& t_devs) {
+  const std::size_t t = env.steps();
+  const int nf = device_feature_count;
+  const std::size_t r = ready.size(), k0 = ep.pair_valid.size() / n_dev;
+  ep.pair_feat.resize((k0 + r) * n_dev * nf);
+  ep.pair_valid.resize((k0 + r) * n_dev);
+  std::vector<float> proj(p);
+  std::vector<double> z(r * n_dev, -INFINITY);
+  const double tau = o.temperature;
+  for (std::size_t i = 0; i < r; ++i) {
+    std::span<float> feat(&ep.pair_feat[(k0 + i) * n_dev * nf], n_dev * nf);
+    std::span<std::uint8_t> valid(&ep.pair_valid[(k0 + i) * n_dev], n_dev);
+    env.device_features(ready[i], feat, valid);
+    for (std::size_t d = 0; d < n_dev; ++d)
+      if (valid[d]) z[i * n_dev + d] = plc_logit(c, ready[i], d, &feat[d * nf], dev_sum, proj, p, m) / tau;
+  }
+  if (std::none_of(z.begin(), z.end(), [](double x) { return std::isfinite(x); }))
+    env.assign(ready[0], 0);  // throws errc::infeasible naming the op
+  if (o.teacher) {  // every tied op with each of its tied devices
+    env.teacher_ops(t_ops);
+    std::vector<float> scratch(n_dev * nf);
+    std::vector<std::uint8_t> sv(n_dev);
+    for (op_index u : t_ops) {
+      env.device_features(u, scratch, sv);
+      env.teacher_devices(u, t_devs);
+      for (device_index d : t_devs) {
+        ep.teacher_ops.push_back(u);
+        ep.teacher_devs.push_back(d);
+      }
+    }
+  }
+  auto [idx, lp] = choose(z, o, rng);
+  const op_index v = ready[idx / n_dev];
+  const std::size_t dev = idx % n_dev;
+  ep.log_prob += lp;
+  std::copy_n(&ep.pair_feat[(k0 + idx / n_dev) * n_dev * nf], n_dev * nf, &ep.dev_feat[t * n_dev * nf]);
+  std::copy_n(&ep.pair_valid[(k0 + idx / n_dev) * n_dev], n_dev, &ep.dev_valid[t * n_dev]);
+  if (o.teacher) {
+    bool sel_ok = std::find(t_ops.begin(), t_ops.end(), v) != t_ops.end();
+    std::vector<float> scratch(n_dev * nf);
+    std::vector<std::uint8_t> sv(n_dev);
+    env.device_features(v, scratch, sv);
+    env.teacher_devices(v, t_devs);
+    bool plc_ok = std::find(t_devs.begin(), t_devs.end(), dev) != t_devs.end();
+    ep.sel_agree += sel_ok;
+    ep.plc_agree += plc_ok;
+    ep.both_agree += sel_ok && plc_ok;
+    ep.teacher_op_off.push_back(static_cast<std::uint32_t>(ep.teacher_ops.size()));
+    ep.teacher_dev_off.push_back(static_cast<std::uint32_t>(ep.teacher_devs.size()));
+  }
+  for (int j = 0; j < m; ++j) dev_sum[dev * m + j] += c.sum_part[v * m + j];
+  env.assign(v, static_cast<device_index>(dev));
+}
+
+}  // namespace
+
 episode policy::rollout(const problem& pb, const rollout_options& o) {
   if (!(o.temperature > 0)) throw error(errc::bad_argument, "learner: temperature must be > 0");
   const auto& c = impl_->cached(pb);
@@ -168,6 +256,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     ep.teacher_dev_off.push_back(0);
   }
   std::vector<float> dev_sum(n_dev * m, 0.0f), proj(p), hid(m);
+  const bool joint = impl_->opt.kind == policy_kind::joint;
   std::vector<double> z;
   std::vector<op_index> t_ops;
   std::vector<device_index> t_devs;
@@ -176,6 +265,10 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     auto ready = env.ready();
     ep.ready.insert(ep.ready.end(), ready.begin(), ready.end());
     ep.ready_off.push_back(static_cast<std::uint32_t>(ep.ready.size()));
+    if (joint) {
+      joint_step(env, c, n_dev, p, m, ready, dev_sum, o, rng, ep, t_ops, t_devs);
+      continue;
+    }
     // SEL: static logits over the ready set.
     z.resize(ready.size());
     for (std::size_t i = 0; i < ready.size(); ++i) z[i] = c.sel[ready[i]] / tau;
@@ -192,17 +285,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
         z[d] = -INFINITY;
         continue;
       }
-      for (int i = 0; i < p; ++i) {
-        float s = c.dev_b[i];
-        for (int k = 0; k < nf; ++k) s += c.dev_w[i * nf + k] * feat[d * nf + k];
-        proj[i] = std::max(s, 0.0f);
-      }
-      double logit = c.out_b;
-      for (int j = 0; j < m; ++j) {
-        float s = c.op_part[v * m + j] + dev_sum[d * m + j];
-        for (int i = 0; i < p; ++i) s += c.w_dev[j * p + i] * proj[i];
-        logit += static_cast<double>(c.out_w[j]) * std::max(s, 0.0f);
-      }
+      const double logit = plc_logit(c, v, d, &feat[d * nf], dev_sum, proj, p, m);
       z[d] = logit / tau;
     }
     if (std::none_of(valid.begin(), valid.end(), [](std::uint8_t x) { return x != 0; }))
@@ -225,6 +308,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     env.assign(v, static_cast<device_index>(dev));
   }
   ep.result = env.result();
+  ep.result.method = joint ? "doppler-joint" : "doppler";
   return ep;
 }
 
@@ -241,8 +325,10 @@ double policy::imitation_update(const problem& pb, std::span<const episode> eps)
     if (ep.teacher_op_off.empty()) throw error(errc::bad_argument, "learner: imitation needs teacher labels");
     auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
     auto st = impl_->model->terms(e, et, 1.0);
-    auto l = (st.sel_lp * et.teacher_ops.to(torch::kFloat)).sum() +
-             (st.plc_lp * et.teacher_devs.to(torch::kFloat)).sum();
+    auto l = et.teacher_pairs.defined()
+                 ? (st.sel_lp * et.teacher_pairs.to(torch::kFloat)).sum()
+                 : (st.sel_lp * et.teacher_ops.to(torch::kFloat)).sum() +
+                       (st.plc_lp * et.teacher_devs.to(torch::kFloat)).sum();
     loss = loss - l / static_cast<double>(std::max<std::size_t>(ep.steps(), 1));
   }
   loss = loss / static_cast<double>(eps.size());
@@ -307,7 +393,8 @@ void policy::save(const std::string& path) const {
     const auto& o = impl_->opt;
     ar.write("doppler_format", torch::tensor(std::int64_t{1}));
     ar.write("options", torch::tensor({std::int64_t{o.hidden}, std::int64_t{o.steps},
-                                       std::int64_t{o.proj}, std::int64_t{o.mlp}}));
+                                       std::int64_t{o.proj}, std::int64_t{o.mlp},
+                                       std::int64_t{static_cast<int>(o.kind)}}));
     impl_->model->save(net_ar);
     impl_->adam->save(adam_ar);
     ar.write("net", net_ar);
@@ -328,7 +415,7 @@ policy policy::load(const std::string& path) {
     ar.load_from(path);
     torch::Tensor fmt, opts;
     if (!ar.try_read("doppler_format", fmt) || fmt.item<std::int64_t>() != 1 || !ar.try_read("options", opts) ||
-        opts.numel() != 4)
+        opts.numel() < 4)
       throw error(errc::bad_format_tag, path, "", "not a doppler policy checkpoint (format 1)");
     auto a = opts.accessor<std::int64_t, 1>();
     policy_options o;
@@ -336,6 +423,7 @@ policy policy::load(const std::string& path) {
     o.steps = static_cast<int>(a[1]);
     o.proj = static_cast<int>(a[2]);
     o.mlp = static_cast<int>(a[3]);
+    if (opts.numel() > 4) o.kind = a[4] == 1 ? policy_kind::joint : policy_kind::dual;  // absent: dual
     policy pol(o);
     ar.read("net", net_ar);
     pol.impl_->model->load(net_ar);

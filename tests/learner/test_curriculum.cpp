@@ -14,7 +14,7 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
       "phases": {"il_episodes": 12, "rl_episodes": 34, "batch": 5},
       "imitation": {"lr": 0.02, "epsilon_final": 0.0},
       "reinforce": {"temperature": 0.5, "gamma": 1.0, "normalize_advantages": false, "baseline_decay": 0.9},
-      "policy": {"hidden": 128, "steps": 6},
+      "policy": {"hidden": 128, "steps": 6, "kind": "joint"},
       "model": "wc", "seed": 7})");
   CHECK(c.train.il_episodes == 12);
   CHECK(c.train.rl_episodes == 34);
@@ -33,6 +33,7 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(c.policy.steps == 6);
   CHECK(c.policy.mlp == policy_options{}.mlp);
   CHECK(c.policy.seed == 7);
+  CHECK(c.policy.kind == policy_kind::joint);
 }
 
 TEST_CASE("curriculum errors name the path") {
@@ -48,6 +49,7 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"phases": {}})") == "format");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "phases": {"il_episodes": -1}})") == "phases.il_episodes");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "phases": {"episodes": 3}})") == "phases.episodes");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "policy": {"kind": "placeto"}})") == "policy.kind");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"gamma": "high"}})") == "reinforce.gamma");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"epsilon": 2}})") == "reinforce.epsilon");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "model": "fast"})") == "model");

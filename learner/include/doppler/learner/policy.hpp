@@ -19,6 +19,15 @@
 
 namespace doppler::learner {
 
+/// Which policy: DOPPLER's two (SEL picks an op, then PLC its device) or the single-policy ablation
+/// (one network scores every (ready op, valid device) pair and one softmax over all pairs picks both;
+/// it is PLC's network applied to each ready op, without SEL's head).
+enum class policy_kind : std::uint8_t { dual, joint };
+/// "dual" / "joint".
+std::string policy_kind_name(policy_kind k);
+/// Parses "dual" or "joint" (errc::bad_argument otherwise).
+policy_kind parse_policy_kind(const std::string& name);
+
 /// Network sizes. Defaults are smaller than the paper's (128 dims, 6 steps) for CPU speed.
 struct policy_options {
   int hidden = 64;         ///< embedding dims of the encoder
@@ -26,7 +35,9 @@ struct policy_options {
   int proj = 32;           ///< projection dims of raw op features and device features
   int mlp = 64;            ///< hidden units of the SEL and PLC MLPs
   std::uint64_t seed = 0;  ///< weight initialization
+  policy_kind kind = policy_kind::dual;  ///< DOPPLER's dual policy or the single-policy ablation
 
+  policy_options& with_kind(policy_kind k) { kind = k; return *this; }
   policy_options& with_hidden(int h) { hidden = h; return *this; }
   policy_options& with_steps(int s) { steps = s; return *this; }
   policy_options& with_proj(int p) { proj = p; return *this; }
@@ -81,7 +92,14 @@ struct episode {
   std::vector<op_index> ready;
   std::vector<float> dev_feat;        ///< [t][d][device_feature_count]
   std::vector<std::uint8_t> dev_valid;///< [t][d]
-  std::vector<std::uint32_t> teacher_op_off, teacher_dev_off;  ///< CSR like ready (when teacher)
+  /// joint policy only: the device features and validity of every ready op at every step, in the
+  /// order of `ready` ([k][d][device_feature_count], [k][d]); dev_feat/dev_valid hold the chosen op's.
+  std::vector<float> pair_feat;
+  std::vector<std::uint8_t> pair_valid;
+  /// CSR like ready (when teacher). Dual: the teacher's op set and its devices for the chosen op.
+  /// Joint: teacher_ops[k], teacher_devs[k] are pairs (every tied op with each of its tied devices),
+  /// and the two offset lists are equal.
+  std::vector<std::uint32_t> teacher_op_off, teacher_dev_off;
   std::vector<op_index> teacher_ops;
   std::vector<device_index> teacher_devs;
   std::size_t sel_agree = 0;   ///< steps whose SEL choice was in the teacher's set (when teacher)
