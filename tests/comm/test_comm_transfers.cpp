@@ -6,6 +6,7 @@
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
 #include <doppler/runtime/transfer_plan.hpp>
 
@@ -193,4 +194,43 @@ TEST_CASE("the simple model refuses planned transfers") {
   auto mp = planner(c);
   expect_error([&] { simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_model(sim_model::simple).with_transfers(mp)); },
                errc::bad_argument, "need the wc model");
+}
+
+TEST_CASE("cp and heft with a transfer planner estimate arrivals by the plan and keep a shared tensor local") {
+  // star(3): gpu0, gpu1, gpu2 around a switch; links 1 MB/s. `a` (4 MB output) feeds c1 (6 s), c2 (5 s)
+  // and e (1 s). Both placers put a and c1 on gpu0 and c2 on a second GPU (arrival 4 s). For e the
+  // per-edge EST sees the third GPU at 4 s and sends the tensor there too; but gpu0→switch is the
+  // only way out of gpu0, so the tensor to two GPUs takes the plan's time (relay through the first
+  // GPU, > 6 s), and the planned-aware EST keeps e on gpu0 after c1 (start 6 s), which runs faster.
+  cluster c = star(3);
+  graph_builder b("shared-tensor");
+  b.add(op_spec{"a", op_kind::synthetic, {}, {}, {}, 1.0, 4 * mb, ""});
+  b.add(op_spec{"c1", op_kind::synthetic, {"a"}, {}, {}, 6e12, 1, ""});
+  b.add(op_spec{"c2", op_kind::synthetic, {"a"}, {}, {}, 5e12, 1, ""});
+  b.add(op_spec{"e", op_kind::synthetic, {"a"}, {}, {}, 1e12, 1, ""});
+  graph g = std::move(b).build();
+  const cost_model cm;
+  for (const char* method : {"cp", "heft"}) {
+    CAPTURE(method);
+    auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(mb).with_max_chunks(8));
+    placer_options direct, planned;
+    planned.sim.transfers = mp;
+    placement pd = make_placer(method)->place(g, c, cm, direct);
+    placement pp = make_placer(method)->place(g, c, cm, planned);
+    REQUIRE(mp->plan(0, std::vector<device_index>{1, 2}, 4 * mb) != nullptr);
+    CHECK(mp->plan(0, std::vector<device_index>{1, 2}, 4 * mb)->planned_seconds > 6.0);
+    CHECK(pd.device[0] == 0);
+    CHECK(pd.device[1] == 0);
+    CHECK(pd.device[2] != 0);
+    CHECK(pd.device[3] != 0);  // per-edge: e goes to the third GPU
+    CHECK(pd.device[3] != pd.device[2]);
+    CHECK(pp.device[0] == 0);
+    CHECK(pp.device[1] == 0);
+    CHECK(pp.device[2] != 0);
+    CHECK(pp.device[3] == 0);  // planned-aware: e stays with its input
+    const sim_options run = sim_options{}.with_transfers(mp);
+    double md = simulate(g, c, pd, cm, run).makespan, mpl = simulate(g, c, pp, cm, run).makespan;
+    CHECK(mpl == doctest::Approx(9.0).epsilon(1e-6));  // c2 gets the tensor at 4 s, ends at 9 s
+    CHECK(mpl < md);
+  }
 }

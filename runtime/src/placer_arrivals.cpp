@@ -1,0 +1,35 @@
+// Arrival estimates for the list schedulers' EST (placer_arrivals.hpp).
+
+#include "placer_arrivals.hpp"
+
+#include <algorithm>
+
+namespace doppler::detail {
+
+arrival_estimator::arrival_estimator(const graph& g, const cluster& c, transfer_planner* planner)
+    : g_(g), c_(c), tt_(c), planner_(planner) {
+  if (planner_) sent_to_.resize(g.size());
+}
+
+double arrival_estimator::arrival(op_index u, device_index du, double end_u, device_index d) {
+  if (du == d) return end_u;
+  const double bytes = g_[u].bytes;
+  const double route = tt_.time(du, d, bytes);
+  if (!planner_) return end_u + route;
+  const auto& sent = sent_to_[u];
+  dsts_.assign(sent.begin(), sent.end());
+  auto at = std::lower_bound(dsts_.begin(), dsts_.end(), d);
+  if (at == dsts_.end() || *at != d) dsts_.insert(at, d);
+  if (!wants_plan(c_, du, dsts_)) return end_u + route;
+  auto plan = planner_->plan(du, dsts_, bytes);
+  return end_u + (plan ? plan->planned_seconds : route);
+}
+
+void arrival_estimator::commit(op_index u, device_index du, device_index d) {
+  if (!planner_ || du == d) return;
+  auto& sent = sent_to_[u];
+  auto at = std::lower_bound(sent.begin(), sent.end(), d);
+  if (at == sent.end() || *at != d) sent.insert(at, d);
+}
+
+}  // namespace doppler::detail
