@@ -22,7 +22,25 @@ double arrival_estimator::arrival(op_index u, device_index du, double end_u, dev
   if (at == dsts_.end() || *at != d) dsts_.insert(at, d);
   if (!wants_plan(c_, du, dsts_)) return end_u + route;
   auto plan = planner_->plan(du, dsts_, bytes);
-  return end_u + (plan ? plan->planned_seconds : route);
+  return end_u + (plan ? replay(plan, bytes)[d] : route);
+}
+
+const std::vector<double>& arrival_estimator::replay(const std::shared_ptr<const transfer_plan>& p, double bytes) {
+  auto [it, fresh] = replays_.try_emplace(p.get());
+  replayed& r = it->second;
+  if (!fresh) return r.at;
+  r.plan = p;
+  r.at.assign(c_.device_count(), 0.0);
+  const double chunk = bytes / std::max<std::uint32_t>(1, p->chunks);
+  std::vector<double> done(p->hops.size(), 0.0), link_free(c_.links().size(), 0.0);
+  for (std::size_t h = 0; h < p->hops.size(); ++h) {
+    const transfer_hop& hop = p->hops[h];
+    const link& l = c_.links()[hop.link];
+    const double start = std::max(hop.after < 0 ? 0.0 : done[static_cast<std::size_t>(hop.after)], link_free[hop.link]);
+    done[h] = link_free[hop.link] = start + l.latency + chunk / l.bandwidth;
+    if (l.dst < c_.device_count()) r.at[l.dst] = std::max(r.at[l.dst], done[h]);
+  }
+  return r.at;
 }
 
 void arrival_estimator::commit(op_index u, device_index du, device_index d) {

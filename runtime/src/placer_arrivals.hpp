@@ -6,6 +6,8 @@
 
 #include <doppler/runtime/transfer_plan.hpp>
 
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 namespace doppler::detail {
@@ -13,8 +15,9 @@ namespace doppler::detail {
 /// Without a planner: end(u) + the uncontended route time of u's output (the per-edge constant of
 /// DOPPLER's teacher). With one (`sim_options::transfers`): the tensor moves the way the simulator
 /// would move it to every device it already goes to plus the candidate: when `wants_plan` holds and
-/// the planner returns a plan, end(u) + the plan's `planned_seconds` (the whole multicast, chunks
-/// pipelined, shared first links crossed once); otherwise end(u) + the route time.
+/// the planner returns a plan, end(u) + the time the candidate holds every chunk in an α-β replay of
+/// the plan's hops alone (chunks pipelined, shared first links crossed once, each link FIFO in hop
+/// order); otherwise end(u) + the route time.
 class arrival_estimator {
  public:
   /// `planner` may be null (then estimates equal the per-edge rule exactly).
@@ -32,6 +35,13 @@ class arrival_estimator {
   transfer_planner* planner_;
   std::vector<std::vector<device_index>> sent_to_;  ///< per op: sorted destination devices (planner only)
   std::vector<device_index> dsts_;                  ///< scratch
+  /// Per plan: seconds from the start until each device holds every chunk (the plan kept alive).
+  struct replayed {
+    std::shared_ptr<const transfer_plan> plan;
+    std::vector<double> at;
+  };
+  std::unordered_map<const transfer_plan*, replayed> replays_;
+  const std::vector<double>& replay(const std::shared_ptr<const transfer_plan>& p, double bytes);
 };
 
 }  // namespace doppler::detail
