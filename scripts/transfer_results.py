@@ -49,7 +49,7 @@ def joint_table(d, tmp, files, names):
     """cp/heft placed with the per-edge EST vs the planned-aware EST, both run with planned transfers."""
     print("\n### Joint placement: cp/heft EST per-edge vs planned-aware, run with planned transfers (dgx1-v100)\n")
     print("| graph | placer | per-edge EST: planned ms | planned-aware EST: planned ms | aware / per-edge | "
-          "ops moved | placer s (per-edge → aware) |")
+          "ops moved | placer ms (per-edge → aware) |")
     print("|---|---|---:|---:|---:|---:|---|")
     for name in names:
         g = files[(name, "big")]
@@ -62,7 +62,7 @@ def joint_table(d, tmp, files, names):
             (td, ad, md), (tp, ap, mp) = res["direct"], res["planned"]
             moved = sum(1 for k in ad if ad[k] != ap[k])
             print(f"| {name} | {method} | {md*1e3:.2f} | {mp*1e3:.2f} | {mp/md:.3f} | {moved} / {len(ad)} | "
-                  f"{td:.3f} → {tp:.3f} |")
+                  f"{td*1e3:.2f} → {tp*1e3:.2f} |")
 
 
 def main():

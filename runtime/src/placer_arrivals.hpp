@@ -34,6 +34,7 @@ class arrival_estimator {
   transfer_table tt_;
   transfer_planner* planner_;
   std::vector<std::vector<device_index>> sent_to_;  ///< per op: sorted destination devices (planner only)
+  std::vector<double> memo_;  ///< per op × device: arrival offset for the current set (NaN: not yet)
   std::vector<device_index> dsts_;                  ///< scratch
   /// Per plan: seconds from the start until each device holds every chunk (the plan kept alive).
   struct replayed {
@@ -41,6 +42,8 @@ class arrival_estimator {
     std::vector<double> at;
   };
   std::unordered_map<const transfer_plan*, replayed> replays_;
+  /// Seconds after u ends until d holds u's output under the plan for S(u) ∪ {d}.
+  double planned_offset(op_index u, device_index du, device_index d, double bytes, double route);
   const std::vector<double>& replay(const std::shared_ptr<const transfer_plan>& p, double bytes);
 };
 
