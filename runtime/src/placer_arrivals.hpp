@@ -34,7 +34,7 @@ class arrival_estimator {
   transfer_table tt_;
   transfer_planner* planner_;
   std::vector<std::vector<device_index>> sent_to_;  ///< per op: sorted destination devices (planner only)
-  std::vector<double> memo_;  ///< per op × device: arrival offset for the current set (NaN: not yet)
+  std::vector<double> memo_;                        ///< per op × device: offset for S(u) (NaN: not yet)
   std::vector<device_index> dsts_;                  ///< scratch
   /// Per plan: seconds from the start until each device holds every chunk (the plan kept alive).
   struct replayed {

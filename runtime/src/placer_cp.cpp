@@ -3,10 +3,10 @@
 // Per step: among the ready ops (all producers placed) select one of maximum bottom level; place it
 // on a device of minimum earliest start time
 //   EST(v, d) = max(avail[d], max over producers u of end[u] + (dev[u] != d ? transfer(dev[u], d, bytes[u]) : 0))
-// then end[v] = EST + op_time(v, d) and avail[d] = end[v]. With a transfer planner the transfer term is
-// the planned-aware arrival of placer_arrivals.hpp instead of the per-edge route time. Ties (equal within a relative 1e-9) of
-// either choice are broken by one std::mt19937_64 seeded with `seed`, drawing only when there is
-// more than one candidate; every tied candidate is reported in cp_decision.
+// then end[v] = EST + op_time(v, d) and avail[d] = end[v]. With a transfer planner the transfer term
+// is the planned-aware arrival of placer_arrivals.hpp instead of the per-edge route time. Ties (equal
+// within a relative 1e-9) of either choice are broken by one std::mt19937_64 seeded with `seed`,
+// drawing only when there is more than one candidate; every tied candidate is reported in cp_decision.
 
 #include "placer_arrivals.hpp"
 
