@@ -3,11 +3,12 @@
 // Per step: among the ready ops (all producers placed) select one of maximum bottom level; place it
 // on a device of minimum earliest start time
 //   EST(v, d) = max(avail[d], max over producers u of end[u] + (dev[u] != d ? transfer(dev[u], d, bytes[u]) : 0))
-// then end[v] = EST + op_time(v, d) and avail[d] = end[v]. Ties (equal within a relative 1e-9) of
-// either choice are broken by one std::mt19937_64 seeded with `seed`, drawing only when there is
-// more than one candidate; every tied candidate is reported in cp_decision.
+// then end[v] = EST + op_time(v, d) and avail[d] = end[v]. With a transfer planner the transfer term
+// is the planned-aware arrival of placer_arrivals.hpp instead of the per-edge route time. Ties (equal
+// within a relative 1e-9) of either choice are broken by one std::mt19937_64 seeded with `seed`,
+// drawing only when there is more than one candidate; every tied candidate is reported in cp_decision.
 
-#include "placer_common.hpp"
+#include "placer_arrivals.hpp"
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_algos.hpp>
@@ -38,12 +39,12 @@ struct ready_entry {
 }  // namespace
 
 placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::uint64_t seed,
-                   std::vector<cp_decision>* decisions, bool respect_memory) {
+                   std::vector<cp_decision>* decisions, bool respect_memory, transfer_planner* transfers) {
   const auto n = static_cast<op_index>(g.size());
   const auto n_dev = static_cast<device_index>(c.device_count());
   detail::memory_tracker mem(g, c, respect_memory);
   mem.check_total("cp");
-  detail::transfer_table tt(c);
+  detail::arrival_estimator arrivals(g, c, transfers);
   auto bl = detail::default_bottom_levels(g, c, cm);
 
   std::mt19937_64 rng(seed);
@@ -90,10 +91,7 @@ placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::
         continue;
       }
       double t = avail[d];
-      for (op_index u : g.preds(v)) {
-        device_index du = p.device[u];
-        t = std::max(t, end[u] + (du == d ? 0.0 : tt.time(du, d, g[u].bytes)));
-      }
+      for (op_index u : g.preds(v)) t = std::max(t, arrivals.arrival(u, p.device[u], end[u], d));
       est[d] = t;
       best = std::min(best, t);
     }
@@ -106,6 +104,7 @@ placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::
     p.device[v] = d;
     p.order.push_back(v);
     mem.add(d, v);
+    for (op_index u : g.preds(v)) arrivals.commit(u, p.device[u], d);
     end[v] = est[d] + cm.op_time(g[v], c[d]);
     avail[d] = end[v];
     if (decisions) decisions->push_back({v, d, tied_ops, tied_devs});
@@ -124,7 +123,7 @@ class cp_placer final : public placer {
  public:
   std::string_view name() const noexcept override { return "cp"; }
   placement place(const graph& g, const cluster& c, const cost_model& cm, const placer_options& opt) override {
-    return cp_place(g, c, cm, opt.seed, nullptr, opt.respect_memory);
+    return cp_place(g, c, cm, opt.seed, nullptr, opt.respect_memory, opt.sim.transfers.get());
   }
 };
 

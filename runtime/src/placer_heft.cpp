@@ -6,8 +6,10 @@
 // keeps the order topological since rank_u(u) ≥ rank_u(v) along every edge u → v). Each goes to the
 // device of earliest finish time EFT = EST + op_time(v, d), EST = max(avail[d], max over producers of
 // end + transfer), without insertion into idle gaps; ties go to the lower device index. O(e·q).
+// With a transfer planner (`opt.sim.transfers`) "end + transfer" is the planned-aware arrival of
+// placer_arrivals.hpp.
 
-#include "placer_common.hpp"
+#include "placer_arrivals.hpp"
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_algos.hpp>
@@ -28,7 +30,7 @@ class heft_placer final : public placer {
     const auto n_dev = static_cast<device_index>(c.device_count());
     memory_tracker mem(g, c, opt.respect_memory);
     mem.check_total(name());
-    transfer_table tt(c);
+    arrival_estimator arrivals(g, c, opt.sim.transfers.get());
 
     // Mean op time: flops / (flops_d · eff) averaged over d = flops / eff · mean(1 / flops_d).
     auto pc = critical_path_costs(g, c, cm);  // edge = mean transfer time
@@ -60,8 +62,7 @@ class heft_placer final : public placer {
         if (!mem.fits(d, v)) continue;
         double est = avail[d];
         for (op_index u : g.preds(v)) {
-          device_index du = p.device[u];
-          double ready = du == d ? end[u] : end[u] + tt.time(du, d, g[u].bytes);
+          double ready = arrivals.arrival(u, p.device[u], end[u], d);
           if (ready > est) est = ready;
         }
         double eft = est + cm.op_time(g[v], c[d]);
@@ -74,6 +75,7 @@ class heft_placer final : public placer {
       if (!found) mem.fail(v, name());
       p.device[v] = best;
       mem.add(best, v);
+      for (op_index u : g.preds(v)) arrivals.commit(u, p.device[u], best);
       end[v] = best_eft;
       avail[best] = best_eft;
     }

@@ -2,7 +2,8 @@
 // "enumerative optimizer" anchor.
 //
 // Start: the best (simulated makespan under opt.sim; earlier wins ties) of cp (seed opt.seed), heft,
-// m-etf, round-robin and single; its priority order is kept. Then opt.budget candidates, each one move from the current assignment:
+// m-etf, round-robin and single, then (with opt.sim.transfers, which makes cp/heft's EST
+// planned-aware) cp and heft with the per-edge EST; its priority order is kept. Then opt.budget candidates, each one move from the current assignment:
 //   50% reassign a random op to another random device,
 //   30% swap the devices of two random ops on different devices,
 //   20% move a random op to the device of one of its random neighbours (producer or consumer).
@@ -35,12 +36,12 @@ class search_placer final : public placer {
     sub.progress = nullptr;
     placement start = make_cp_placer()->place(g, c, cm, sub);
     double start_cost = score(start);
-    for (const char* other : {"heft", "m-etf", "round-robin", "single"}) {
+    auto consider = [&](const char* method, const placer_options& po) {
       placement alt;
       try {
-        alt = make_placer(other)->place(g, c, cm, sub);
+        alt = make_placer(method)->place(g, c, cm, po);
       } catch (const error& e) {
-        if (e.code() == errc::infeasible) continue;  // e.g. single when device 0 is too small
+        if (e.code() == errc::infeasible) return;  // e.g. single when device 0 is too small
         throw;
       }
       double alt_cost = score(alt);
@@ -48,6 +49,12 @@ class search_placer final : public placer {
         start = std::move(alt);
         start_cost = alt_cost;
       }
+    };
+    for (const char* other : {"heft", "m-etf", "round-robin", "single"}) consider(other, sub);
+    if (opt.sim.transfers) {  // cp and heft also with their per-edge EST: the planned-aware one is not always better
+      placer_options per_edge = sub;
+      per_edge.sim.transfers = nullptr;
+      for (const char* m : {"cp", "heft"}) consider(m, per_edge);
     }
     placement cur = std::move(start);
     cur.method = name();

@@ -6,6 +6,7 @@
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
 #include <doppler/runtime/transfer_plan.hpp>
 
@@ -193,4 +194,36 @@ TEST_CASE("the simple model refuses planned transfers") {
   auto mp = planner(c);
   expect_error([&] { simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_model(sim_model::simple).with_transfers(mp)); },
                errc::bad_argument, "need the wc model");
+}
+
+TEST_CASE("cp and heft with a transfer planner estimate arrivals by the plan and keep a shared tensor local") {
+  // gpu0 - gpu1 - gpu2, links 1 MB/s, gpu1-gpu2 with 0.25 s latency. `a` (4 MB output) feeds c1 (4.5 s),
+  // c2 (1.2 s) and e (1 s). Both placers put a and c1 on gpu0 and c2 on gpu1 (arrival 4 s). For e the
+  // per-edge EST sees gpu2 at 4.25 s (route time) and sends the tensor there too; but a plan to
+  // {gpu1, gpu2} forwards 4 chunks at gpu1 and pays the latency per chunk (gpu2 has them at 6 s), so
+  // the planned-aware EST keeps e on gpu0 after c1 (start 4.5 s), which runs faster.
+  cluster c("line3-lat", gpus(3), {},
+            {{"gpu0", "gpu1", mb, 0, true}, {"gpu1", "gpu2", mb, 0.25, true}});
+  graph_builder b("shared-tensor");
+  b.add(op_spec{"a", op_kind::synthetic, {}, {}, {}, 1.0, 4 * mb, ""});
+  b.add(op_spec{"c1", op_kind::synthetic, {"a"}, {}, {}, 4.5e12, 1, ""});
+  b.add(op_spec{"c2", op_kind::synthetic, {"a"}, {}, {}, 1.2e12, 1, ""});
+  b.add(op_spec{"e", op_kind::synthetic, {"a"}, {}, {}, 1e12, 1, ""});
+  graph g = std::move(b).build();
+  const cost_model cm;
+  for (const char* method : {"cp", "heft"}) {
+    CAPTURE(method);
+    auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(mb).with_max_chunks(8));
+    placer_options direct, planned;
+    planned.sim.transfers = mp;
+    placement pd = make_placer(method)->place(g, c, cm, direct);
+    placement pp = make_placer(method)->place(g, c, cm, planned);
+    REQUIRE(mp->plan(0, std::vector<device_index>{1, 2}, 4 * mb) != nullptr);
+    CHECK(pd.device == std::vector<device_index>{0, 0, 1, 2});  // per-edge: e goes to gpu2
+    CHECK(pp.device == std::vector<device_index>{0, 0, 1, 0});  // planned-aware: e stays with its input
+    const sim_options run = sim_options{}.with_transfers(mp);
+    double md = simulate(g, c, pd, cm, run).makespan, mpl = simulate(g, c, pp, cm, run).makespan;
+    CHECK(md == doctest::Approx(7.0).epsilon(1e-6));   // e starts when gpu2 has every chunk (6 s)
+    CHECK(mpl == doctest::Approx(5.5).epsilon(1e-6));  // e after c1 on gpu0; c2 ends at 5.2 s
+  }
 }

@@ -21,7 +21,9 @@ namespace doppler {
 struct placer_options {
   std::uint64_t seed = 0;
   int budget = 2000;                 ///< search: simulator evaluations
-  sim_options sim;                   ///< how `search` scores candidates (model, mode, streams)
+  /// How `search` scores candidates (model, mode, streams); `sim.transfers` also makes cp's and heft's
+  /// EST planned-aware (docs/placers.md, "Planned-aware EST").
+  sim_options sim;
   bool respect_memory = true;
   std::function<void(double)> progress;  ///< optional: called with fraction done (0..1)
 };
@@ -54,9 +56,11 @@ struct cp_decision {
 /// another device); ties broken by an RNG seeded with `seed`. Fills `decisions` when given.
 /// Bottom levels use `critical_path_costs`; docs/placers.md states every rule. With `respect_memory`
 /// a device whose placed output bytes would exceed its memory is skipped (errc::infeasible when none
-/// has room).
+/// has room). With `transfers` (the `cp` placer passes `placer_options::sim.transfers`) the comm term
+/// is the planned-aware arrival (docs/placers.md, "Planned-aware EST"); null = the per-edge time.
 placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::uint64_t seed,
-                   std::vector<cp_decision>* decisions = nullptr, bool respect_memory = true);
+                   std::vector<cp_decision>* decisions = nullptr, bool respect_memory = true,
+                   transfer_planner* transfers = nullptr);
 
 /// The costs the list schedulers rank ops by: node[v] = v's op time on its fastest device;
 /// edge[v] = the "comm of the source" (DOPPLER's edge feature): the mean, over ordered pairs of
