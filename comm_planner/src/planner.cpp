@@ -13,7 +13,7 @@
 namespace doppler::comm {
 
 std::vector<std::string> method_names() {
-  return {"milp", "lp", "astar", "greedy", "ring", "rings", "direct", "tree", "auto"};
+  return {"milp", "lp", "telp", "astar", "greedy", "ring", "rings", "direct", "tree", "auto"};
 }
 
 bool have_solvers() noexcept {
@@ -35,6 +35,7 @@ detail::method_result run_method(const std::string& m, const network& net, const
   if (m == "tree") return plan_tree(net, d);
   if (m == "greedy") return plan_greedy(net, d, opt);
   if (m == "lp") return plan_lp(net, d, opt, lb);
+  if (m == "telp") return plan_telp(net, d, opt, lb);
   if (m == "astar") return plan_astar(net, d, opt, lb);
   if (m == "milp") {
     // The greedy plan caps the horizon the MILP searches.
