@@ -17,10 +17,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <map>
+#include <random>
 
 #ifdef DOPPLER_HAVE_COIN
 #include <coin/ClpSimplex.hpp>
+#include <coin/ClpSolve.hpp>
 #include <coin/CoinError.hpp>
 #include <coin/CoinPackedMatrix.hpp>
 #endif
@@ -35,23 +39,39 @@ method_result plan_telp(const network&, const demand&, const plan_options&, cons
 
 namespace {
 
-/// The per-source demand: destination amounts (chunks) per source device.
+/// The commodities: per source device (no copy), or per (source, destination) with a shared
+/// usage per (source, link, epoch) when the demand multicasts (the copy relaxation).
 struct commodities {
-  std::vector<device_index> sources;
-  std::vector<std::vector<double>> need;  // [source index][device]
+  std::vector<device_index> sources;      // per commodity
+  std::vector<std::vector<double>> need;  // [commodity][device]: chunks to absorb there
+  bool copy = false;
+  std::vector<std::size_t> owner;  // copy: per commodity, its source's index in `owners`
+  std::vector<device_index> owners;
 };
 
 commodities group(const network& net, const demand& d) {
   std::map<device_index, std::vector<double>> need;
+  commodities out;
   for (const chunk& c : d.chunks) {
     auto& q = need[c.source];
     q.resize(net.device_count(), 0);
     for (device_index t : c.destinations) q[t] += 1;
+    out.copy = out.copy || c.destinations.size() > 1;
   }
-  commodities out;
   for (auto& [s, q] : need) {
-    out.sources.push_back(s);
-    out.need.push_back(std::move(q));
+    if (!out.copy) {
+      out.sources.push_back(s);
+      out.need.push_back(std::move(q));
+      continue;
+    }
+    out.owners.push_back(s);
+    for (device_index t = 0; t < q.size(); ++t) {
+      if (q[t] <= 0) continue;
+      out.sources.push_back(s);
+      out.owner.push_back(out.owners.size() - 1);
+      out.need.emplace_back(q.size(), 0.0);
+      out.need.back()[t] = q[t];
+    }
   }
   return out;
 }
@@ -67,7 +87,7 @@ struct te_lp {
   double objective = 0;
 };
 
-te_lp solve_te_lp(const network& net, const commodities& cm, std::int32_t K, double seconds) {
+te_lp solve_te_lp(const network& net, const commodities& cm, std::int32_t K, double seconds, bool switch_copy) {
   const std::size_t S = cm.sources.size(), D = net.device_count(), N = net.node_count(), L = net.links().size();
   const std::size_t KK = static_cast<std::size_t>(K) + 1;
   te_lp r;
@@ -169,14 +189,48 @@ te_lp solve_te_lp(const network& net, const commodities& cm, std::int32_t K, dou
       for (std::int32_t k = 0; k <= K; ++k) put(row, r.a[vi(s, v, k)], 1);
     }
   }
+  // Copy relaxation: a source's data on a link in an epoch serves every destination's flow (a chunk
+  // sent once, copied at the GPU holding it): usage U[o,l,k] ≥ F[c,l,k] for each commodity c of
+  // owner o, and the capacity counts U. Switches cannot copy (unless switch copy is on): what
+  // leaves a switch is at most what entered.
+  std::vector<int> usage;  // [owner][link][epoch]
+  if (cm.copy) {
+    const std::size_t O = cm.owners.size();
+    usage.assign(O * L * KK, -1);
+    for (std::size_t s = 0; s < S; ++s)
+      for (std::size_t l = 0; l < L; ++l)
+        for (std::int32_t k = 0; k < K; ++k) {
+          int c = r.f[fi(s, l, k)];
+          if (c < 0) continue;
+          int& u = usage[(cm.owner[s] * L + l) * KK + static_cast<std::size_t>(k)];
+          if (u < 0) u = add_col(hop_cost);
+          int row = add_row(0, COIN_DBL_MAX);
+          put(row, u, 1);
+          put(row, c, -1);
+        }
+    if (!switch_copy)
+      for (std::size_t o = 0; o < O; ++o)
+        for (node_index w = static_cast<node_index>(D); w < N; ++w)
+          for (std::int32_t k = 0; k < K; ++k) {
+            const std::size_t before = vals.size();
+            int row = add_row(-COIN_DBL_MAX, 0);
+            for (std::uint32_t l : net.out_links(w)) put(row, usage[(o * L + l) * KK + static_cast<std::size_t>(k)], 1);
+            for (std::uint32_t l : net.in_links(w)) put(row, usage[(o * L + l) * KK + static_cast<std::size_t>(k)], -1);
+            if (vals.size() == before) {
+              rowlb.pop_back();
+              rowub.pop_back();
+            }
+          }
+  }
   // Capacity: at most cap chunks per window of β+1 epochs.
   for (std::size_t l = 0; l < L; ++l) {
     const te_link& t = net.links()[l];
     for (std::int32_t k = 0; k < K + t.window - 1; ++k) {
       int row = -1;
-      for (std::size_t s = 0; s < S; ++s)
+      const std::size_t owners = cm.copy ? cm.owners.size() : S;
+      for (std::size_t s = 0; s < owners; ++s)
         for (std::int32_t j = std::max(0, k - t.window + 1); j <= std::min(k, K - 1); ++j)
-          if (int c = r.f[fi(s, l, j)]; c >= 0) {
+          if (int c = cm.copy ? usage[(s * L + l) * KK + static_cast<std::size_t>(j)] : r.f[fi(s, l, j)]; c >= 0) {
             if (row < 0) row = add_row(-COIN_DBL_MAX, t.cap);
             put(row, c, 1);
           }
@@ -189,8 +243,19 @@ te_lp solve_te_lp(const network& net, const commodities& cm, std::int32_t K, dou
   ClpSimplex lp;
   lp.setLogLevel(0);
   lp.loadProblem(m, collb.data(), colub.data(), obj.data(), rowlb.data(), rowub.data());
+  // Wall-clock limit (the cores are shared), CPU seconds too.
   lp.setMaximumSeconds(std::max(0.05, seconds));
-  lp.dual();
+  lp.setMaximumWallSeconds(std::max(0.05, seconds));
+  // Barrier with crossover: on these degenerate time-expanded LPs it is 2-3x faster than the dual
+  // simplex, and its solutions round better (DGX-1 allgather, 4 chunks per GPU: 12 epochs vs 16).
+  // The dual simplex settles what the barrier leaves open (e.g. infeasibility it does not prove).
+  const char* algo = std::getenv("DOPPLER_TELP_ALGO");  // "dual": the dual simplex only (experiments)
+  if (!algo || std::string(algo) != "dual") {
+    ClpSolve how;
+    how.setSolveType(ClpSolve::useBarrier);
+    lp.initialSolve(how);
+  }
+  if (lp.status() != 0 && lp.status() != 1 && lp.status() != 3) lp.dual();  // 3: stopped on the limit
   if (lp.status() == 0) {
     r.state = te_lp::status::optimal;
     r.x.assign(lp.primalColumnSolution(), lp.primalColumnSolution() + obj.size());
@@ -273,6 +338,12 @@ struct item {
   const te_path* path = nullptr;  // null: leftover, the cluster route
 };
 
+/// The LP's priority of an item: its path's arrival, then its start epoch.
+std::pair<std::int32_t, std::int32_t> item_key(const item& i) {
+  return i.path ? std::pair{i.path->arrival, i.path->hops.empty() ? 0 : i.path->hops.front().second}
+                : std::pair{unreachable_epochs, 0};
+}
+
 /// List-schedules the items in order; `lp_start`: no hop earlier than the LP's first hop epoch.
 std::vector<send> list_schedule(const network& net, const demand& d, const std::vector<item>& items, bool lp_start) {
   const std::size_t D = net.device_count();
@@ -313,7 +384,7 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
     te_lp best;
     std::string log;
     auto try_k = [&](std::int32_t k) {
-      te_lp x = solve_te_lp(net, cm, k, left());
+      te_lp x = solve_te_lp(net, cm, k, left(), opt.switch_copy);
       log += " K=" + std::to_string(k) + ":" +
              (x.state == te_lp::status::optimal ? "feasible" : x.state == te_lp::status::infeasible ? "infeasible" : "stopped") +
              "(" + std::to_string(x.columns) + " cols)";
@@ -347,27 +418,31 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
     // Decompose each source's flow and round every (chunk, destination) to one path.
     std::vector<std::vector<te_path>> paths(cm.sources.size());
     std::vector<item> items;
-    std::vector<std::int32_t> arrival_key, start_key;
     std::size_t leftovers = 0;
+    std::map<std::pair<device_index, device_index>, std::vector<const te_path*>> by_pair;  // (source, dst)
     for (std::size_t s = 0; s < cm.sources.size(); ++s) {
       double total = 0;
       for (double x : cm.need[s]) total += x;
       paths[s] = decompose(net, best, s, cm.sources[s], total);
-      std::map<device_index, std::vector<const te_path*>> by_dst;
-      for (const te_path& p : paths[s]) by_dst[p.dst].push_back(&p);
-      for (auto& [t, ps] : by_dst)
-        std::stable_sort(ps.begin(), ps.end(), [](const te_path* a, const te_path* b) { return a->arrival < b->arrival; });
-      std::map<device_index, std::size_t> taken;  // chunks of s given to each destination so far
+      for (const te_path& p : paths[s]) by_pair[{cm.sources[s], p.dst}].push_back(&p);
+    }
+    for (auto& [key, ps] : by_pair)
+      std::stable_sort(ps.begin(), ps.end(), [](const te_path* a, const te_path* b) {
+        return std::pair{a->arrival, a->hops.size()} < std::pair{b->arrival, b->hops.size()};
+      });
+    {
+      std::map<std::pair<device_index, device_index>, std::size_t> taken;  // chunks given to a pair so far
       for (std::size_t ci = 0; ci < d.chunks.size(); ++ci) {
-        if (d.chunks[ci].source != cm.sources[s]) continue;
         for (device_index t : d.chunks[ci].destinations) {
-          const std::size_t j = taken[t]++;
+          const std::size_t j = taken[{d.chunks[ci].source, t}]++;
+          auto& by_dst = by_pair;
+          const std::pair<device_index, device_index> pair{d.chunks[ci].source, t};
           const te_path* pick = nullptr;
           double cum = 0;
-          for (const te_path* p : by_dst[t]) {  // the path covering position j + 1/2
+          for (const te_path* p : by_dst[pair]) {  // the path covering position j + 1/2 (ties: the earlier)
             cum += p->weight;
             pick = p;
-            if (cum > j + 0.5) break;
+            if (cum >= j + 0.5 - 1e-9) break;
           }
           if (!pick) ++leftovers;
           items.push_back({ci, t, pick});
@@ -375,22 +450,37 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
       }
     }
     // Earliest LP arrivals first (the LP's priorities), then earliest starts.
-    std::stable_sort(items.begin(), items.end(), [](const item& a, const item& b) {
-      auto key = [](const item& i) {
-        return i.path ? std::pair{i.path->arrival, i.path->hops.empty() ? 0 : i.path->hops.front().second}
-                      : std::pair{unreachable_epochs, 0};
-      };
-      return key(a) < key(b);
-    });
-    std::vector<send> eager = list_schedule(net, d, items, false), timed = list_schedule(net, d, items, true);
-    const auto e1 = make_schedule(net, d, "telp", eager).epochs, e2 = make_schedule(net, d, "telp", timed).epochs;
-    r.sends = e2 < e1 ? std::move(timed) : std::move(eager);
-    if (opt.max_epochs > 0 && std::min(e1, e2) > opt.max_epochs)
-      throw error(errc::infeasible, "telp: the rounded schedule takes " + std::to_string(std::min(e1, e2)) +
+    std::stable_sort(items.begin(), items.end(), [](const item& a, const item& b) { return item_key(a) < item_key(b); });
+    // List schedules: eagerly and from the LP start epochs, in LP order and in a few shuffles of the
+    // items that tie on it (fixed seed); the shortest wins, stopping at the lower bound.
+    std::int32_t e_best = unreachable_epochs;
+    std::string how;
+    std::mt19937 rng(12345);
+    for (int attempt = 0; attempt < 8 && e_best > lb.epochs; ++attempt) {
+      if (attempt > 0) {
+        for (std::size_t i = 0; i < items.size();) {  // shuffle within runs of equal LP keys
+          std::size_t j = i + 1;
+          while (j < items.size() && item_key(items[j]) == item_key(items[i])) ++j;
+          std::shuffle(items.begin() + static_cast<std::ptrdiff_t>(i), items.begin() + static_cast<std::ptrdiff_t>(j), rng);
+          i = j;
+        }
+      }
+      for (bool timed : {false, true}) {
+        std::vector<send> s = list_schedule(net, d, items, timed);
+        const std::int32_t e = make_schedule(net, d, "telp", s).epochs;
+        if (e < e_best) {
+          e_best = e;
+          r.sends = std::move(s);
+          how = std::string(timed ? "from LP start epochs" : "eagerly") + (attempt ? ", shuffle " + std::to_string(attempt) : "");
+        }
+      }
+    }
+    if (opt.max_epochs > 0 && e_best > opt.max_epochs)
+      throw error(errc::infeasible, "telp: the rounded schedule takes " + std::to_string(e_best) +
                                         " epochs, more than --max-epochs " + std::to_string(opt.max_epochs) + ":" + log);
     r.note = "telp: time-expanded LP" + log + "; LP horizon " + std::to_string(best.K) + " epochs (" +
              std::to_string(best.columns) + " columns, " + std::to_string(best.rows) + " rows); paths list-scheduled " +
-             (e2 < e1 ? "from LP start epochs" : "eagerly") + " (" + std::to_string(std::min(e1, e2)) + " epochs)" +
+             how + " (" + std::to_string(e_best) + " epochs)" +
              (leftovers ? "; " + std::to_string(leftovers) + " (chunk, destination) pairs on cluster routes" : "");
   } catch (const CoinError& e) {
     throw error(errc::internal, "CLP failed in " + e.className() + "::" + e.methodName() + ": " + e.message());
