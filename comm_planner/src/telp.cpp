@@ -249,8 +249,10 @@ te_lp solve_te_lp(const network& net, const commodities& cm, std::int32_t K, dou
   // Barrier with crossover: on these degenerate time-expanded LPs it is 2-3x faster than the dual
   // simplex, and its solutions round better (DGX-1 allgather, 4 chunks per GPU: 12 epochs vs 16).
   // The dual simplex settles what the barrier leaves open (e.g. infeasibility it does not prove).
+  // Large models go to the dual simplex alone: CLP's barrier ignored the time limit there (NDv2
+  // alltoall, ~10^5 columns: minutes and 1.6 GB) while the simplex stops on it.
   const char* algo = std::getenv("DOPPLER_TELP_ALGO");  // "dual": the dual simplex only (experiments)
-  if (!algo || std::string(algo) != "dual") {
+  if ((!algo || std::string(algo) != "dual") && obj.size() <= 40000) {
     ClpSolve how;
     how.setSolveType(ClpSolve::useBarrier);
     lp.initialSolve(how);
