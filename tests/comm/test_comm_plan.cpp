@@ -209,6 +209,17 @@ TEST_CASE("telp: the time-expanded LP rounds to valid schedules that reach tight
     plan_result b = run(c, make_collective(c, collective::broadcast, mb, 1, 0), "telp");
     CHECK(b.sched.epochs == 2);
   }
+  // auto on a DGX-1 alltoall with a binary budget below the MILP's size: small for the time-expanded
+  // LP, which finds 6 epochs (the MILP's proved optimum; greedy takes 8, the fluid LP 7).
+  {
+    cluster c = make_preset("dgx1-v100");
+    plan_options o;
+    o.with_method("auto").with_time_limit(10);
+    o.milp_binary_limit = 1000;
+    plan_result r = plan(c, make_collective(c, collective::alltoall, 1 << 20, 1), o);
+    CHECK(r.sched.method == "telp");
+    CHECK(r.sched.epochs == 6);
+  }
   // Duplex ring of 4, alltoall: valid, and no worse than the direct routes.
   {
     cluster c = ring(4, true);
