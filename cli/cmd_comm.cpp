@@ -91,8 +91,8 @@ void add_plan_comm(CLI::App& app) {
   auto o = std::make_shared<opts>();
   cmd->add_option("--cluster", o->cluster, "Cluster file, preset, or h100-pod:N")->capture_default_str();
   add_demand_options(cmd, o->d);
-  cmd->add_option("--method", o->p.method, "milp, lp, astar, greedy, ring, direct, tree, auto")->capture_default_str();
-  cmd->add_option("--time-limit", o->p.time_limit, "Solver seconds (milp, lp, astar, auto)")->capture_default_str();
+  cmd->add_option("--method", o->p.method, "milp, lp, telp, astar, greedy, ring, rings, direct, tree, auto")->capture_default_str();
+  cmd->add_option("--time-limit", o->p.time_limit, "Solver seconds (milp, lp, telp, astar, auto)")->capture_default_str();
   cmd->add_option("--tau", o->tau, "Epoch length: fast, slow, or seconds")->capture_default_str();
   cmd->add_option("--max-epochs", o->p.max_epochs, "Horizon cap (0: searched)")->capture_default_str();
   cmd->add_option("--round-epochs", o->p.round_epochs, "astar: epochs per round")->capture_default_str();

@@ -23,6 +23,8 @@ method_result plan_greedy(const network& net, const demand& d, const plan_option
 method_result plan_milp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
                         std::int32_t upper_epochs);
 method_result plan_lp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
+/// TE-CCL's LP on the time-expanded network (per-source fractional flows, no copy), rounded to paths.
+method_result plan_telp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
 method_result plan_astar(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
 
 }  // namespace doppler::comm::detail

@@ -13,7 +13,7 @@
 namespace doppler::comm {
 
 std::vector<std::string> method_names() {
-  return {"milp", "lp", "astar", "greedy", "ring", "rings", "direct", "tree", "auto"};
+  return {"milp", "lp", "telp", "astar", "greedy", "ring", "rings", "direct", "tree", "auto"};
 }
 
 bool have_solvers() noexcept {
@@ -35,6 +35,7 @@ detail::method_result run_method(const std::string& m, const network& net, const
   if (m == "tree") return plan_tree(net, d);
   if (m == "greedy") return plan_greedy(net, d, opt);
   if (m == "lp") return plan_lp(net, d, opt, lb);
+  if (m == "telp") return plan_telp(net, d, opt, lb);
   if (m == "astar") return plan_astar(net, d, opt, lb);
   if (m == "milp") {
     // The greedy plan caps the horizon the MILP searches.
@@ -157,9 +158,15 @@ plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
     if (have_solvers() && tractable && greedy_epochs > out.bound.epochs) {
       bool unicast = true;
       for (const chunk& ch : d.chunks) unicast = unicast && ch.destinations.size() == 1;
+      // Unicast: the time-expanded LP where it stays small (sources × links × epochs ≤ 40k columns
+      // of flow: solved in seconds), else the fluid LP.
+      std::set<device_index> sources;
+      for (const chunk& ch : d.chunks) sources.insert(ch.source);
+      const bool small_telp = static_cast<double>(sources.size()) * static_cast<double>(net.links().size()) *
+                                  greedy_epochs <= 40000.0;
       std::string solver = milp_size(net, d, greedy_epochs) <= static_cast<double>(opt.milp_binary_limit)
                                ? "milp"
-                               : (opt.fixed_sends ? "greedy" : unicast ? "lp" : "astar");
+                               : (opt.fixed_sends ? "greedy" : unicast ? (small_telp ? "telp" : "lp") : "astar");
       detail::method_result s = solver == "greedy" ? r : solver == "milp" ? detail::plan_milp(net, d, opt, out.bound, greedy_epochs)
                                                  : run_method(solver, net, d, opt, out.bound);
       if (detail::make_schedule(net, d, solver, s.sends).epochs <= greedy_epochs) {

@@ -16,7 +16,7 @@ namespace doppler::comm {
 
 /// Options with defaults and fluent setters.
 struct plan_options {
-  std::string method = "auto";  ///< milp, lp, astar, greedy, ring, direct, tree, auto
+  std::string method = "auto";  ///< milp, lp, telp, astar, greedy, ring, direct, tree, auto
   epoch_mode tau_mode = epoch_mode::fast;
   double tau = 0;                ///< epoch seconds when tau_mode is given
   double time_limit = 60;        ///< seconds for the whole solve (solver methods)
