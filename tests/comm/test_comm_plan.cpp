@@ -247,7 +247,8 @@ TEST_CASE("milp honours its time limit and still returns a valid schedule") {
     plan_result f = plan(c, d, o);
     CHECK(f.sched.epochs <= 19);
   } catch (const error& e) {
+    // within the limit CBC either proves 19 epochs infeasible or stops unproved; both are reported
     CHECK_MESSAGE(e.code() == errc::infeasible, std::string(e.what()));
-    CHECK(std::string(e.what()).find("not proved; time limit") != std::string::npos);
+    CHECK(std::string(e.what()).find("no schedule within 19 epochs") != std::string::npos);
   }
 }
