@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 
+#include <doppler/comm/multicast.hpp>
 #include <doppler/learner/curriculum.hpp>
 #include <doppler/learner/curve.hpp>
 #include <doppler/learner/doppler_learner.hpp>
@@ -65,7 +66,8 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
 void add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the simulator");
   struct opts {
-    std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual";
+    std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
+        transfers = "direct";
     int real_repeat = 1;
     learner::train_options t;
     learner::policy_options p;
@@ -75,6 +77,10 @@ void add_train(CLI::App& app) {
   cmd->add_option("--cluster", o->cluster, "Cluster: a doppler-cluster/1 file or a preset name")->required();
   cmd->add_option("--model", o->model, "Simulator model scoring phase II: simple (the paper's) or wc")->capture_default_str();
   cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
+  cmd->add_option("--transfers", o->transfers,
+                  "direct, or planned: phase II scores placements with the comm planner's multicast transfers "
+                  "(--model wc) and PLC's EST feature and the teacher estimate transfers the same way")
+      ->capture_default_str();
   cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->capture_default_str();
   cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->capture_default_str();
   cmd->add_option("--real-episodes", o->t.real_episodes,
@@ -136,6 +142,15 @@ void add_train(CLI::App& app) {
     o->p.kind = learner::parse_policy_kind(o->kind);
     learner::policy pol = o->init.empty() ? learner::policy(o->p) : learner::policy::load(o->init);
     learner::problem pb(g, c, cm);
+    if (o->transfers == "planned") {
+      if (o->t.sim.model != sim_model::wc)
+        throw error(errc::bad_argument, "", "--transfers", "planned transfers need --model wc");
+      auto planner = std::make_shared<comm::multicast_planner>(std::make_shared<const cluster>(c));
+      o->t.sim.transfers = planner;
+      pb.with_transfers(planner);
+    } else if (o->transfers != "direct") {
+      throw error(errc::bad_argument, "", "--transfers", "unknown mode '" + o->transfers + "' (direct, planned)");
+    }
     const auto& po = pol.options();
     std::cerr << fmt::format(
         "train: graph {} ({} ops, {} edges), cluster {} ({} devices), model {}\n"

@@ -12,6 +12,7 @@ class doppler_placer final : public placer {
   std::string_view name() const noexcept override { return name_; }
   placement place(const graph& g, const cluster& c, const cost_model& cm, const placer_options& opt) override {
     problem pb(g, c, cm, opt.respect_memory);
+    pb.with_transfers(opt.sim.transfers);
     if (opt.progress) opt.progress(0.0);
     placement p = pol_.place(pb);
     if (opt.progress) opt.progress(1.0);

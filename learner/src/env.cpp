@@ -3,6 +3,8 @@
 
 #include <doppler/runtime/error.hpp>
 
+#include "placer_arrivals.hpp"  // runtime/src: the planned-aware arrival estimate cp and heft use
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,9 +20,12 @@ bool same(double a, double b) noexcept {
 
 }  // namespace
 
+assignment_env::~assignment_env() = default;
+
 assignment_env::assignment_env(const graph& g, const cluster& c, const cost_model& cm,
-                               const graph_features& f, bool respect_memory)
+                               const graph_features& f, bool respect_memory, transfer_planner* transfers)
     : g_(g), c_(c), cm_(cm), f_(f), respect_memory_(respect_memory) {
+  if (transfers) arrivals_ = std::make_unique<detail::arrival_estimator>(g, c, transfers);
   const std::size_t n = g.size(), n_dev = c.device_count();
   if (f.ops != n) throw error(errc::bad_argument, "learner: features were computed for another graph");
   missing_.resize(n);
@@ -47,7 +52,9 @@ void assignment_env::compute_est(op_index v) {
     double t = avail_[d];
     for (op_index u : g_.preds(v)) {
       device_index du = p_.device[u];
-      t = std::max(t, end_[u] + (du == d ? 0.0 : cm_.transfer_time(c_, du, d, g_[u].bytes)));
+      if (du == d) t = std::max(t, end_[u]);
+      else if (arrivals_) t = std::max(t, arrivals_->arrival(u, du, end_[u], d));
+      else t = std::max(t, end_[u] + cm_.transfer_time(c_, du, d, g_[u].bytes));
     }
     est_[d] = t;
   }
@@ -127,6 +134,9 @@ void assignment_env::assign(op_index v, device_index d) {
                 "learner: op " + g_[v].id + " does not fit on device " + c_[d].id);
   }
   ready_.erase(it);
+  if (arrivals_)
+    for (op_index u : g_.preds(v))
+      if (p_.device[u] != d) arrivals_->commit(u, p_.device[u], d);
   start_[v] = est_[d];
   end_[v] = est_[d] + cm_.op_time(g_[v], c_[d]);
   avail_[d] = end_[v];

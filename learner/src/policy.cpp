@@ -241,7 +241,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   const auto& g = pb.g();
   const std::size_t n_dev = pb.c().device_count();
   const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp;
-  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory());
+  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers());
   std::mt19937_64 rng(o.seed);
   const double tau = o.temperature;
 

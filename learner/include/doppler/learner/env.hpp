@@ -9,7 +9,15 @@
 #include <doppler/runtime/placement.hpp>
 
 #include <span>
+#include <memory>
 #include <vector>
+
+namespace doppler {
+class transfer_planner;
+namespace detail {
+class arrival_estimator;  // runtime/src/placer_arrivals.hpp
+}
+}  // namespace doppler
 
 namespace doppler::learner {
 
@@ -31,8 +39,14 @@ class assignment_env {
  public:
   /// The graph, cluster, cost model and features must outlive the environment. With
   /// `respect_memory`, a device is invalid for v when v's output would exceed its memory (cp's rule).
+  /// With `transfers` (planned transfers: `sim_options::transfers`), a predecessor's output reaches a
+  /// device when the planner's plan for it would deliver it there (the estimate of cp/heft's
+  /// planned-aware EST, docs/placers.md), not after the per-edge transfer time.
   assignment_env(const graph& g, const cluster& c, const cost_model& cm, const graph_features& f,
-                 bool respect_memory = true);
+                 bool respect_memory = true, transfer_planner* transfers = nullptr);
+  ~assignment_env();
+  assignment_env(const assignment_env&) = delete;
+  assignment_env& operator=(const assignment_env&) = delete;
 
   bool done() const noexcept { return steps_ == g_.size(); }
   std::size_t steps() const noexcept { return steps_; }
@@ -73,6 +87,7 @@ class assignment_env {
   op_index est_op_ = static_cast<op_index>(-1);
   placement p_;
   double schedule_end_ = 0;
+  std::unique_ptr<detail::arrival_estimator> arrivals_;  // planned transfers only
 };
 
 }  // namespace doppler::learner

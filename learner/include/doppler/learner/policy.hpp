@@ -55,6 +55,12 @@ class problem {
   const cost_model& cm() const noexcept { return *cm_; }
   const graph_features& features() const noexcept { return f_; }
   bool respect_memory() const noexcept { return respect_memory_; }
+  /// Planned transfers (null: per-edge transfer times): PLC's EST feature and the teacher use them.
+  transfer_planner* transfers() const noexcept { return transfers_.get(); }
+  problem& with_transfers(std::shared_ptr<transfer_planner> t) {
+    transfers_ = std::move(t);
+    return *this;
+  }
   /// Unique per problem object (the policy's cache key).
   std::uint64_t key() const noexcept { return key_; }
 
@@ -65,6 +71,7 @@ class problem {
   graph_features f_;
   bool respect_memory_;
   std::uint64_t key_;
+  std::shared_ptr<transfer_planner> transfers_;
 };
 
 /// How a rollout picks actions.
