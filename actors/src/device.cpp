@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <unordered_map>
 #include <thread>
 #include <algorithm>
@@ -26,14 +27,30 @@ std::int64_t now_ns() {
 
 std::uint64_t held_bytes(const tensor& t) { return t.numel() * sizeof(float); }
 
-/// One shared empty tensor: the output of no-op kernels costs no allocation.
-const std::shared_ptr<const tensor>& empty_tensor() {
-  static const auto e = std::make_shared<const tensor>();
-  return e;
-}
+/// Completions of the worker threads, handed to the device actor in batches: a worker appends its
+/// kernel_done and rings the doorbell (one kernel_done_msg with op = doorbell_op) only when the box was
+/// empty, so under load one message carries every kernel that finished meanwhile.
+constexpr op_index doorbell_op = UINT32_MAX;
+struct completion_box {
+  std::mutex m;
+  std::vector<kernel_done_msg> items;
+  /// Appends; true when the box was empty (the caller rings the doorbell).
+  bool put(kernel_done_msg&& k) {
+    std::lock_guard lock(m);
+    items.push_back(std::move(k));
+    return items.size() == 1;
+  }
+  void take(std::vector<kernel_done_msg>& out) {
+    out.clear();
+    std::lock_guard lock(m);
+    out.swap(items);
+  }
+};
 
 struct device_state {
   device_options opt;
+  std::shared_ptr<completion_box> box = std::make_shared<completion_box>();
+  std::vector<kernel_done_msg> taken;  // the batch being handled (reused)
   std::unique_ptr<worker_pool> streams;  // kernels
   std::unique_ptr<worker_pool> copier;   // received tensors → own buffers
 
@@ -48,6 +65,9 @@ struct device_state {
   std::vector<op_done_msg> done;  // completions not yet reported
   std::vector<transfer_done_msg> arrived;  // received copies not yet reported
   std::vector<const tensor*> ptrs;  // inline kernels' argument list (reused)
+  /// This device's empty tensor: the output of no-op kernels (one per device, so that devices on
+  /// different threads do not share its reference count).
+  std::shared_ptr<const tensor> empty = std::make_shared<const tensor>();
   /// Planned transfers arriving here (as a destination or a relay): this device's copy of the tensor,
   /// filled chunk by chunk, and how many chunks are in.
   struct incoming {
@@ -96,10 +116,7 @@ using device_pointer = device_actor::stateful_pointer<device_state>;
 void on_kernel_done(device_pointer self, op_index i, std::int64_t start, std::int64_t end,
                     std::shared_ptr<const tensor> out) {
   auto& st = self->state;
-  const auto& plan = *st.plan;
-  std::uint32_t uses = plan.consumers_on(i, st.opt.index) +
-                       static_cast<std::uint32_t>(plan.remote_dests(i).size());
-  if (out) st.store(i, std::move(out), uses);
+  if (out) st.store(i, std::move(out), st.plan->uses_home[i]);
   st.done.push_back(op_done_msg{st.run, i, st.opt.index, start, end});
 }
 
@@ -114,42 +131,57 @@ void flush_done(device_pointer self) {
   st.arrived = {};
 }
 
-void launch(device_pointer self, op_index i) {
+/// Fails op i (to the dispatcher) when an input is missing from this device's buffers.
+bool inputs_present(device_pointer self, op_index i) {
   auto& st = self->state;
-  const auto& g = *st.plan->g;
-  std::vector<std::shared_ptr<const tensor>> args;
-  args.reserve(g[i].inputs.size());
-  for (op_index p : g[i].inputs) {
+  for (op_index p : st.plan->inputs(i))
     if (!st.buf[p]) {
+      const auto& g = *st.plan->g;
       self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index,
                                               "input '" + g[p].id + "' is not in the device's buffers"});
-      return;
+      return false;
     }
-    args.push_back(st.buf[p]);
-  }
-  for (op_index p : g.preds(i)) st.release_use(p);
+  return true;
+}
+
+void launch(device_pointer self, op_index i) {
+  auto& st = self->state;
+  const auto& plan = *st.plan;
+  if (!inputs_present(self, i)) return;
   if (st.opt.kernels->runs_inline()) {
+    // The per-op path of no-op kernels: no argument vector, no shared_ptr copies; the inputs' uses are
+    // released once the kernel has returned (it reads them through plain pointers).
     st.ptrs.clear();
-    for (auto& a : args) st.ptrs.push_back(a.get());
+    for (op_index p : plan.inputs(i)) st.ptrs.push_back(st.buf[p].get());
     auto start = now_ns();
     try {
-      tensor out = st.opt.kernels->execute_on(st.opt.index, g, i, st.ptrs, st.plan->seed);
-      on_kernel_done(self, i, start, now_ns(), out.empty() ? empty_tensor() : std::make_shared<const tensor>(std::move(out)));
+      tensor out = st.opt.kernels->execute_on(st.opt.index, *plan.g, i, st.ptrs, plan.seed);
+      auto end = now_ns();
+      for (op_index p : plan.g->preds(i)) st.release_use(p);
+      on_kernel_done(self, i, start, end, out.empty() ? st.empty : std::make_shared<const tensor>(std::move(out)));
     } catch (const std::exception& e) {
+      for (op_index p : plan.g->preds(i)) st.release_use(p);
       self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, e.what()});
     }
     return;
   }
+  std::vector<std::shared_ptr<const tensor>> args;
+  args.reserve(plan.in_off[i + 1] - plan.in_off[i]);
+  for (op_index p : plan.inputs(i)) args.push_back(st.buf[p]);
+  for (op_index p : plan.g->preds(i)) st.release_use(p);
   device_actor me = self;
-  st.streams->post(st.plan->rank[i], [me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
-                    dev = st.opt.index] {
+  st.streams->post(plan.rank[i], [me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
+                    dev = st.opt.index, box = st.box, empty = st.empty] {
     std::vector<const tensor*> ptrs;
     ptrs.reserve(args.size());
     for (auto& a : args) ptrs.push_back(a.get());
     auto start = now_ns();
     try {
-      auto out = std::make_shared<const tensor>(kernels->execute_on(dev, *plan->g, i, ptrs, plan->seed));
-      caf::anon_send(me, kernel_done_msg{plan->run, i, start, now_ns(), tensor_ref{std::move(out)}});
+      tensor t = kernels->execute_on(dev, *plan->g, i, ptrs, plan->seed);
+      auto end = now_ns();
+      auto out = t.empty() ? empty : std::make_shared<const tensor>(std::move(t));
+      if (box->put(kernel_done_msg{plan->run, i, start, end, tensor_ref{std::move(out)}}))
+        caf::anon_send(me, kernel_done_msg{plan->run, doorbell_op, 0, 0, tensor_ref{}});
     } catch (const std::exception& e) {
       caf::anon_send(me, op_failed_msg{plan->run, i, dev, e.what()});
     } catch (...) {
@@ -276,6 +308,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         if (!st.active || run != st.run) return;
         if (st.opt.kernels->runs_inline()) {  // null backend: nothing to copy, done at once
           auto at = now_ns();
+          if (t.ptr && t.ptr->empty()) t.ptr = st.empty;  // keep this device's own empty tensor
           copy_done(self, copy_done_msg{run, i, src, at, at, std::move(t)});
           return flush_done(self);
         }
@@ -351,8 +384,15 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](kernel_done_msg& m) {
         auto& st = self->state;
-        if (!st.active || m.run != st.run) return;
-        on_kernel_done(self, m.op, m.start_ns, m.end_ns, std::move(m.out.ptr));
+        if (m.op != doorbell_op) {  // a single completion sent directly
+          if (!st.active || m.run != st.run) return;
+          on_kernel_done(self, m.op, m.start_ns, m.end_ns, std::move(m.out.ptr));
+          return flush_done(self);
+        }
+        st.box->take(st.taken);  // every completion since the doorbell rang (older runs' dropped)
+        for (auto& k : st.taken)
+          if (st.active && k.run == st.run) on_kernel_done(self, k.op, k.start_ns, k.end_ns, std::move(k.out.ptr));
+        st.taken.clear();
         flush_done(self);
       },
       [=](op_failed_msg& m) {
