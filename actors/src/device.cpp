@@ -65,6 +65,11 @@ struct device_state {
   std::vector<op_done_msg> done;  // completions not yet reported
   std::vector<transfer_done_msg> arrived;  // received copies not yet reported
   std::vector<const tensor*> ptrs;  // inline kernels' argument list (reused)
+  struct outbox {
+    std::vector<op_index> ops;
+    std::vector<tensor_ref> values;
+  };
+  std::vector<outbox> outgoing;  // per destination device: the tensors of one send order
   /// This device's empty tensor: the output of no-op kernels (one per device, so that devices on
   /// different threads do not share its reference count).
   std::shared_ptr<const tensor> empty = std::make_shared<const tensor>();
@@ -291,39 +296,54 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       [=](send_atom, std::uint64_t run, const std::vector<op_index>& ops, const std::vector<device_index>& dsts) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
+        // One `tensor` message per destination device with every output of this order going there.
+        auto& out = st.outgoing;
+        out.resize(st.plan->devices.size());
         for (std::size_t k = 0; k < ops.size() && k < dsts.size(); ++k) {
           op_index i = ops[k];
-          if (!st.buf[i]) {
+          if (!st.buf[i] || dsts[k] >= out.size()) {
+            for (auto& o : out) o = {};
             self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
                                                     "output to send is not in the device's buffers"});
             return;
           }
-          self->send(st.plan->devices[dsts[k]], tensor_atom::value, run, i, st.opt.index, tensor_ref{st.buf[i]});
+          out[dsts[k]].ops.push_back(i);
+          out[dsts[k]].values.push_back(tensor_ref{st.buf[i]});
           st.release_use(i);
+        }
+        for (device_index d = 0; d < out.size(); ++d) {
+          if (out[d].ops.empty()) continue;
+          self->send(st.plan->devices[d], tensor_atom::value, run, st.opt.index, std::move(out[d].ops),
+                     std::move(out[d].values));
+          out[d] = {};
         }
         flush_done(self);
       },
-      [=](tensor_atom, std::uint64_t run, op_index i, device_index src, tensor_ref& t) {
+      [=](tensor_atom, std::uint64_t run, device_index src, std::vector<op_index>& ops, std::vector<tensor_ref>& ts) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
-        if (st.opt.kernels->runs_inline()) {  // null backend: nothing to copy, done at once
-          auto at = now_ns();
-          if (t.ptr && t.ptr->empty()) t.ptr = st.empty;  // keep this device's own empty tensor
-          copy_done(self, copy_done_msg{run, i, src, at, at, std::move(t)});
-          return flush_done(self);
+        for (std::size_t k = 0; k < ops.size() && k < ts.size(); ++k) {
+          op_index i = ops[k];
+          auto& t = ts[k];
+          if (st.opt.kernels->runs_inline()) {  // null backend: nothing to copy, done at once
+            auto at = now_ns();
+            if (t.ptr && t.ptr->empty()) t.ptr = st.empty;  // keep this device's own empty tensor
+            copy_done(self, copy_done_msg{run, i, src, at, at, std::move(t)});
+            continue;
+          }
+          device_actor me = self;
+          st.copier->post(0, [me, run, i, src, dst = st.opt.index, kernels = st.opt.kernels,
+                              bytes = (*st.plan->g)[i].bytes, in = std::move(t.ptr)] {
+            auto start = now_ns();
+            double floor_s = kernels->copy_seconds(src, dst, bytes);
+            auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
+            if (floor_s > 0)  // emulated link: the transfer takes at least its modeled time
+              std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(start)) +
+                                            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::duration<double>(floor_s)));
+            caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
+          });
         }
-        device_actor me = self;
-        st.copier->post(0, [me, run, i, src, dst = st.opt.index, kernels = st.opt.kernels,
-                            bytes = (*st.plan->g)[i].bytes, in = std::move(t.ptr)] {
-          auto start = now_ns();
-          double floor_s = kernels->copy_seconds(src, dst, bytes);
-          auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
-          if (floor_s > 0)  // emulated link: the transfer takes at least its modeled time
-            std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(start)) +
-                                          std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                              std::chrono::duration<double>(floor_s)));
-          caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
-        });
         flush_done(self);
       },
       [=](relay_atom, std::uint64_t run, const std::vector<op_index>& ops) {
