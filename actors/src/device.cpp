@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <unordered_map>
 #include <thread>
 #include <algorithm>
@@ -26,14 +27,30 @@ std::int64_t now_ns() {
 
 std::uint64_t held_bytes(const tensor& t) { return t.numel() * sizeof(float); }
 
-/// One shared empty tensor: the output of no-op kernels costs no allocation.
-const std::shared_ptr<const tensor>& empty_tensor() {
-  static const auto e = std::make_shared<const tensor>();
-  return e;
-}
+/// Completions of the worker threads, handed to the device actor in batches: a worker appends its
+/// kernel_done and rings the doorbell (one kernel_done_msg with op = doorbell_op) only when the box was
+/// empty, so under load one message carries every kernel that finished meanwhile.
+constexpr op_index doorbell_op = UINT32_MAX;
+struct completion_box {
+  std::mutex m;
+  std::vector<kernel_done_msg> items;
+  /// Appends; true when the box was empty (the caller rings the doorbell).
+  bool put(kernel_done_msg&& k) {
+    std::lock_guard lock(m);
+    items.push_back(std::move(k));
+    return items.size() == 1;
+  }
+  void take(std::vector<kernel_done_msg>& out) {
+    out.clear();
+    std::lock_guard lock(m);
+    out.swap(items);
+  }
+};
 
 struct device_state {
   device_options opt;
+  std::shared_ptr<completion_box> box = std::make_shared<completion_box>();
+  std::vector<kernel_done_msg> taken;  // the batch being handled (reused)
   std::unique_ptr<worker_pool> streams;  // kernels
   std::unique_ptr<worker_pool> copier;   // received tensors → own buffers
 
@@ -48,6 +65,14 @@ struct device_state {
   std::vector<op_done_msg> done;  // completions not yet reported
   std::vector<transfer_done_msg> arrived;  // received copies not yet reported
   std::vector<const tensor*> ptrs;  // inline kernels' argument list (reused)
+  struct outbox {
+    std::vector<op_index> ops;
+    std::vector<tensor_ref> values;
+  };
+  std::vector<outbox> outgoing;  // per destination device: the tensors of one send order
+  /// This device's empty tensor: the output of no-op kernels (one per device, so that devices on
+  /// different threads do not share its reference count).
+  std::shared_ptr<const tensor> empty = std::make_shared<const tensor>();
   /// Planned transfers arriving here (as a destination or a relay): this device's copy of the tensor,
   /// filled chunk by chunk, and how many chunks are in.
   struct incoming {
@@ -96,10 +121,7 @@ using device_pointer = device_actor::stateful_pointer<device_state>;
 void on_kernel_done(device_pointer self, op_index i, std::int64_t start, std::int64_t end,
                     std::shared_ptr<const tensor> out) {
   auto& st = self->state;
-  const auto& plan = *st.plan;
-  std::uint32_t uses = plan.consumers_on(i, st.opt.index) +
-                       static_cast<std::uint32_t>(plan.remote_dests(i).size());
-  if (out) st.store(i, std::move(out), uses);
+  if (out) st.store(i, std::move(out), st.plan->uses_home[i]);
   st.done.push_back(op_done_msg{st.run, i, st.opt.index, start, end});
 }
 
@@ -114,42 +136,62 @@ void flush_done(device_pointer self) {
   st.arrived = {};
 }
 
-void launch(device_pointer self, op_index i) {
+/// Fails op i (to the dispatcher) when an input is missing from this device's buffers.
+bool inputs_present(device_pointer self, op_index i) {
   auto& st = self->state;
-  const auto& g = *st.plan->g;
-  std::vector<std::shared_ptr<const tensor>> args;
-  args.reserve(g[i].inputs.size());
-  for (op_index p : g[i].inputs) {
+  for (op_index p : st.plan->inputs(i))
     if (!st.buf[p]) {
+      const auto& g = *st.plan->g;
       self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index,
                                               "input '" + g[p].id + "' is not in the device's buffers"});
-      return;
+      return false;
     }
-    args.push_back(st.buf[p]);
-  }
-  for (op_index p : g.preds(i)) st.release_use(p);
+  return true;
+}
+
+/// Runs op i (its inputs are here). `clock`, for inline kernels: the time the previous inline op of
+/// this batch ended (0: read the clock), updated to this op's end — back-to-back inline ops read the
+/// steady clock once each instead of twice.
+void launch(device_pointer self, op_index i, std::int64_t& clock) {
+  auto& st = self->state;
+  const auto& plan = *st.plan;
+  if (!inputs_present(self, i)) return;
   if (st.opt.kernels->runs_inline()) {
+    // The per-op path of no-op kernels: no argument vector, no shared_ptr copies; the inputs' uses are
+    // released once the kernel has returned (it reads them through plain pointers).
     st.ptrs.clear();
-    for (auto& a : args) st.ptrs.push_back(a.get());
-    auto start = now_ns();
+    for (op_index p : plan.inputs(i)) st.ptrs.push_back(st.buf[p].get());
+    auto start = clock != 0 ? clock : now_ns();
+    clock = 0;
     try {
-      tensor out = st.opt.kernels->execute_on(st.opt.index, g, i, st.ptrs, st.plan->seed);
-      on_kernel_done(self, i, start, now_ns(), out.empty() ? empty_tensor() : std::make_shared<const tensor>(std::move(out)));
+      tensor out = st.opt.kernels->execute_on(st.opt.index, *plan.g, i, st.ptrs, plan.seed);
+      auto end = now_ns();
+      clock = end;
+      for (op_index p : plan.g->preds(i)) st.release_use(p);
+      on_kernel_done(self, i, start, end, out.empty() ? st.empty : std::make_shared<const tensor>(std::move(out)));
     } catch (const std::exception& e) {
+      for (op_index p : plan.g->preds(i)) st.release_use(p);
       self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, e.what()});
     }
     return;
   }
+  std::vector<std::shared_ptr<const tensor>> args;
+  args.reserve(plan.in_off[i + 1] - plan.in_off[i]);
+  for (op_index p : plan.inputs(i)) args.push_back(st.buf[p]);
+  for (op_index p : plan.g->preds(i)) st.release_use(p);
   device_actor me = self;
-  st.streams->post(st.plan->rank[i], [me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
-                    dev = st.opt.index] {
+  st.streams->post(plan.rank[i], [me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
+                    dev = st.opt.index, box = st.box, empty = st.empty] {
     std::vector<const tensor*> ptrs;
     ptrs.reserve(args.size());
     for (auto& a : args) ptrs.push_back(a.get());
     auto start = now_ns();
     try {
-      auto out = std::make_shared<const tensor>(kernels->execute_on(dev, *plan->g, i, ptrs, plan->seed));
-      caf::anon_send(me, kernel_done_msg{plan->run, i, start, now_ns(), tensor_ref{std::move(out)}});
+      tensor t = kernels->execute_on(dev, *plan->g, i, ptrs, plan->seed);
+      auto end = now_ns();
+      auto out = t.empty() ? empty : std::make_shared<const tensor>(std::move(t));
+      if (box->put(kernel_done_msg{plan->run, i, start, end, tensor_ref{std::move(out)}}))
+        caf::anon_send(me, kernel_done_msg{plan->run, doorbell_op, 0, 0, tensor_ref{}});
     } catch (const std::exception& e) {
       caf::anon_send(me, op_failed_msg{plan->run, i, dev, e.what()});
     } catch (...) {
@@ -253,44 +295,62 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         const auto& rank = st.plan->rank;
         if (ops.size() > 1)
           std::sort(ops.begin(), ops.end(), [&](op_index a, op_index b) { return rank[a] < rank[b]; });
-        for (op_index i : ops) launch(self, i);
+        std::int64_t clock = 0;
+        for (op_index i : ops) launch(self, i, clock);
         flush_done(self);
       },
       [=](send_atom, std::uint64_t run, const std::vector<op_index>& ops, const std::vector<device_index>& dsts) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
+        // One `tensor` message per destination device with every output of this order going there.
+        auto& out = st.outgoing;
+        out.resize(st.plan->devices.size());
         for (std::size_t k = 0; k < ops.size() && k < dsts.size(); ++k) {
           op_index i = ops[k];
-          if (!st.buf[i]) {
+          if (!st.buf[i] || dsts[k] >= out.size()) {
+            for (auto& o : out) o = {};
             self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
                                                     "output to send is not in the device's buffers"});
             return;
           }
-          self->send(st.plan->devices[dsts[k]], tensor_atom::value, run, i, st.opt.index, tensor_ref{st.buf[i]});
+          out[dsts[k]].ops.push_back(i);
+          out[dsts[k]].values.push_back(tensor_ref{st.buf[i]});
           st.release_use(i);
+        }
+        for (device_index d = 0; d < out.size(); ++d) {
+          if (out[d].ops.empty()) continue;
+          self->send(st.plan->devices[d], tensor_atom::value, run, st.opt.index, std::move(out[d].ops),
+                     std::move(out[d].values));
+          out[d] = {};
         }
         flush_done(self);
       },
-      [=](tensor_atom, std::uint64_t run, op_index i, device_index src, tensor_ref& t) {
+      [=](tensor_atom, std::uint64_t run, device_index src, std::vector<op_index>& ops, std::vector<tensor_ref>& ts) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
-        if (st.opt.kernels->runs_inline()) {  // null backend: nothing to copy, done at once
-          auto at = now_ns();
-          copy_done(self, copy_done_msg{run, i, src, at, at, std::move(t)});
-          return flush_done(self);
+        const bool inline_copy = st.opt.kernels->runs_inline();
+        const std::int64_t at = inline_copy ? now_ns() : 0;  // they arrived together
+        for (std::size_t k = 0; k < ops.size() && k < ts.size(); ++k) {
+          op_index i = ops[k];
+          auto& t = ts[k];
+          if (inline_copy) {  // null backend: nothing to copy, done at once
+            if (t.ptr && t.ptr->empty()) t.ptr = st.empty;  // keep this device's own empty tensor
+            copy_done(self, copy_done_msg{run, i, src, at, at, std::move(t)});
+            continue;
+          }
+          device_actor me = self;
+          st.copier->post(0, [me, run, i, src, dst = st.opt.index, kernels = st.opt.kernels,
+                              bytes = (*st.plan->g)[i].bytes, in = std::move(t.ptr)] {
+            auto start = now_ns();
+            double floor_s = kernels->copy_seconds(src, dst, bytes);
+            auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
+            if (floor_s > 0)  // emulated link: the transfer takes at least its modeled time
+              std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(start)) +
+                                            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::duration<double>(floor_s)));
+            caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
+          });
         }
-        device_actor me = self;
-        st.copier->post(0, [me, run, i, src, dst = st.opt.index, kernels = st.opt.kernels,
-                            bytes = (*st.plan->g)[i].bytes, in = std::move(t.ptr)] {
-          auto start = now_ns();
-          double floor_s = kernels->copy_seconds(src, dst, bytes);
-          auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
-          if (floor_s > 0)  // emulated link: the transfer takes at least its modeled time
-            std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(start)) +
-                                          std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                              std::chrono::duration<double>(floor_s)));
-          caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
-        });
         flush_done(self);
       },
       [=](relay_atom, std::uint64_t run, const std::vector<op_index>& ops) {
@@ -351,8 +411,15 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](kernel_done_msg& m) {
         auto& st = self->state;
-        if (!st.active || m.run != st.run) return;
-        on_kernel_done(self, m.op, m.start_ns, m.end_ns, std::move(m.out.ptr));
+        if (m.op != doorbell_op) {  // a single completion sent directly
+          if (!st.active || m.run != st.run) return;
+          on_kernel_done(self, m.op, m.start_ns, m.end_ns, std::move(m.out.ptr));
+          return flush_done(self);
+        }
+        st.box->take(st.taken);  // every completion since the doorbell rang (older runs' dropped)
+        for (auto& k : st.taken)
+          if (st.active && k.run == st.run) on_kernel_done(self, k.op, k.start_ns, k.end_ns, std::move(k.out.ptr));
+        st.taken.clear();
         flush_done(self);
       },
       [=](op_failed_msg& m) {

@@ -290,6 +290,11 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         st.state.assign(n, op_state::waiting);
         for (op_index i = 0; i < n; ++i) st.remaining[i] = static_cast<std::uint32_t>(g.preds(i).size());
         st.intervals.assign(p.c->device_count(), {});
+        {  // one interval per op: no reallocation on the per-op path
+          std::vector<std::size_t> per_device(p.c->device_count(), 0);
+          for (op_index i = 0; i < n; ++i) ++per_device[p.device_of(i)];
+          for (std::size_t d = 0; d < per_device.size(); ++d) st.intervals[d].reserve(per_device[d]);
+        }
         st.to_execute.assign(p.c->device_count(), {});
         st.to_send_ops.assign(p.c->device_count(), {});
         st.to_send_dsts.assign(p.c->device_count(), {});

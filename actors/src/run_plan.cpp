@@ -33,16 +33,25 @@ void finish_plan(run_plan& plan) {
   for (std::uint32_t k = 0; k < order.size(); ++k) plan.rank[order[k]] = k;
   plan.remote_off.assign(n + 1, 0);
   plan.remote_dest.clear();
+  plan.in_off.assign(n + 1, 0);
+  plan.in_op.clear();
+  plan.uses_home.assign(n, 0);
   std::vector<device_index> seen;
   for (op_index i = 0; i < n; ++i) {
     seen.clear();
+    std::uint32_t home = 0;
     for (op_index s : g.succs(i)) {
       device_index d = plan.p.device[s];
-      if (d != plan.p.device[i] && std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+      if (d == plan.p.device[i]) ++home;
+      else if (std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
     }
     std::sort(seen.begin(), seen.end());
     plan.remote_dest.insert(plan.remote_dest.end(), seen.begin(), seen.end());
     plan.remote_off[i + 1] = static_cast<std::uint32_t>(plan.remote_dest.size());
+    plan.uses_home[i] = home + static_cast<std::uint32_t>(seen.size());
+    const auto& in = g[i].inputs;
+    plan.in_op.insert(plan.in_op.end(), in.begin(), in.end());
+    plan.in_off[i + 1] = static_cast<std::uint32_t>(plan.in_op.size());
   }
 }
 

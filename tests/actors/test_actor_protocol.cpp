@@ -85,7 +85,7 @@ device_actor::behavior_type fake_device(device_actor::pointer self, device_index
         }
         self->send(caf::actor_cast<dispatcher_actor>(self->current_sender()), std::move(done));
       },
-      [=](tensor_atom, std::uint64_t, op_index, device_index, tensor_ref&) {},
+      [=](tensor_atom, std::uint64_t, device_index, std::vector<op_index>&, std::vector<tensor_ref>&) {},
       [=](relay_atom, std::uint64_t, const std::vector<op_index>&) {},  // planned transfers: not used here
       [=](chunk_atom, std::uint64_t, op_index, std::uint32_t, tensor_ref&) {}, [=](chunk_copied_msg&) {},
       [=](kernel_done_msg&) {}, [=](op_failed_msg&) {}, [=](copy_done_msg&) {},
@@ -173,7 +173,7 @@ TEST_CASE("a device that never answers: the timeout ends the run naming the op")
         [](begin_atom, const plan_text&) { return caf::ok_atom::value; },
         [](execute_atom, std::uint64_t, std::vector<op_index>&) {},
         [](send_atom, std::uint64_t, const std::vector<op_index>&, const std::vector<device_index>&) {},
-        [](tensor_atom, std::uint64_t, op_index, device_index, tensor_ref&) {},
+        [](tensor_atom, std::uint64_t, device_index, std::vector<op_index>&, std::vector<tensor_ref>&) {},
         [](relay_atom, std::uint64_t, const std::vector<op_index>&) {},
         [](chunk_atom, std::uint64_t, op_index, std::uint32_t, tensor_ref&) {}, [](chunk_copied_msg&) {},
         [](kernel_done_msg&) {}, [](op_failed_msg&) {}, [](copy_done_msg&) {},

@@ -83,11 +83,16 @@ TEST_CASE("completion messages and the run report") {
 
 TEST_CASE("a whole message: registered types are found by name") {
   system_fixture f;
-  auto msg = caf::make_message(tensor_atom::value, std::uint64_t{5}, op_index{2}, device_index{1}, make_tensor());
+  auto msg = caf::make_message(tensor_atom::value, std::uint64_t{5}, device_index{1}, std::vector<op_index>{2, 7},
+                               std::vector<tensor_ref>{make_tensor(), tensor_ref{std::make_shared<const tensor>()}});
   auto back = f.round_trip(msg);
-  REQUIRE(back.match_elements<tensor_atom, std::uint64_t, op_index, device_index, tensor_ref>());
+  REQUIRE(back.match_elements<tensor_atom, std::uint64_t, device_index, std::vector<op_index>, std::vector<tensor_ref>>());
   CHECK(back.get_as<std::uint64_t>(1) == 5);
-  CHECK(bitwise_equal(*back.get_as<tensor_ref>(4).ptr, *make_tensor().ptr));
+  CHECK(back.get_as<std::vector<op_index>>(3) == std::vector<op_index>{2, 7});
+  const auto& ts = back.get_as<std::vector<tensor_ref>>(4);
+  REQUIRE(ts.size() == 2);
+  CHECK(bitwise_equal(*ts[0].ptr, *make_tensor().ptr));
+  CHECK(ts[1].ptr->empty());
 }
 
 TEST_CASE("tensor_ref: the empty tensor and a bad shape") {

@@ -3,7 +3,8 @@
 ///
 ///   engine ──run──▶ dispatcher ──begin / execute / send / collect / end──▶ device (one per device)
 ///   (execute, send, op_done and transfer_done carry batches: what piled up while the sender's mailbox
-///   was busy; an idle sender sends at once)
+///   was busy; an idle sender sends at once; a device sends one tensor message per send order and
+///   destination)
 ///                       ▲                                                    │  ▲
 ///                       └──────── op_done / transfer_done / op_failed ───────┘  │ tensor (peer copy)
 ///                                                                  worker threads ──kernel/copy done──┘
@@ -222,8 +223,9 @@ using device_actor = caf::typed_actor<
     caf::reacts_to<execute_atom, std::uint64_t, std::vector<op_index>>,
     /// Send the output of ops[k] (in this device's buffers) to device dsts[k], for every k.
     caf::reacts_to<send_atom, std::uint64_t, std::vector<op_index>, std::vector<device_index>>,
-    /// A peer's tensor arrives: copy it into this device's buffers, then report transfer_done.
-    caf::reacts_to<tensor_atom, std::uint64_t, op_index, device_index, tensor_ref>,
+    /// Peer tensors arrive from device src (ops[k]'s output is values[k]; one message per send
+    /// order and destination): copy them into this device's buffers, then report transfer_done.
+    caf::reacts_to<tensor_atom, std::uint64_t, device_index, std::vector<op_index>, std::vector<tensor_ref>>,
     /// Start the planned transfers of these ops' outputs (the run plan has their transfer plans).
     caf::reacts_to<relay_atom, std::uint64_t, std::vector<op_index>>,
     /// Leg `leg` of op's planned transfer: its chunk is in the sender's tensor; copy, forward, count.
@@ -407,4 +409,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::actors::worker_info))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::placement))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::learner_train_report))
+  CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::tensor_ref>))
 CAF_END_TYPE_ID_BLOCK(doppler_actors)

@@ -35,6 +35,14 @@ struct run_plan {
   /// remote_dest[off[op] .. off[op+1]): distinct devices ≠ p.device[op] that consume op's output.
   std::vector<std::uint32_t> remote_off;
   std::vector<device_index> remote_dest;
+  /// in_op[in_off[op] .. in_off[op+1]): op's inputs in argument order (a copy of graph::op::inputs in
+  /// one flat array: the device's per-op path reads it instead of the 232-byte op records, which
+  /// miss the cache on large graphs).
+  std::vector<std::uint32_t> in_off;
+  std::vector<op_index> in_op;
+  /// uses_home[op]: consumers of op on its own device + remote_dests(op).size() (the uses of its
+  /// output in its device's buffers).
+  std::vector<std::uint32_t> uses_home;
   /// Planned transfers: transfer_plan[op] moves op's output to exactly remote_dests(op) (null, or an
   /// empty vector: one direct copy per destination). Set after finish_plan (engine, from the comm
   /// planner); process-local, so runs with devices in other processes copy directly.
@@ -44,6 +52,9 @@ struct run_plan {
   device_index device_of(op_index i) const noexcept { return p.device[i]; }
   std::span<const device_index> remote_dests(op_index i) const noexcept {
     return {remote_dest.data() + remote_off[i], remote_dest.data() + remote_off[i + 1]};
+  }
+  std::span<const op_index> inputs(op_index i) const noexcept {
+    return {in_op.data() + in_off[i], in_op.data() + in_off[i + 1]};
   }
   /// Distinct consumers of op i placed on device d.
   std::uint32_t consumers_on(op_index i, device_index d) const noexcept;
