@@ -85,15 +85,20 @@ double log_misfit(const std::vector<double>& x, const std::vector<double>& t, do
   return e;
 }
 
+/// A chain of 64 scalings of a 1 × 16 input: ops that cost (almost) nothing but their dispatch.
+graph tiny_chain(std::string name) {
+  graph_builder b(std::move(name));
+  b.input("x0", {1, 16});
+  for (int i = 1; i <= 64; ++i) b.scale("x" + std::to_string(i), "x" + std::to_string(i - 1), 1.0);
+  return std::move(b).build();
+}
+
 /// The per-op dispatch overhead of the runtime: the gap between one op's end and the next one's
 /// start on one device (a chain of tiny ops; messages, queueing and thread wake-ups, no transfers).
 double dispatch_overhead(int rounds) {
   cluster one = make_preset("cpu:1");
   engine e(one);
-  graph_builder tiny("overhead-chain");
-  tiny.input("x0", {1, 16});
-  for (int i = 1; i <= 64; ++i) tiny.scale("x" + std::to_string(i), "x" + std::to_string(i - 1), 1.0);
-  graph gl = std::move(tiny).build();
+  graph gl = tiny_chain("overhead-chain");
   placement pl;
   pl.device.assign(gl.size(), 0);
   std::vector<double> gaps;
@@ -149,10 +154,7 @@ double effective_cores(std::size_t n, int rounds) {
 std::pair<double, double> transfer_costs(int rounds) {
   cluster two = make_preset("cpu:2");
   engine e(two);
-  graph_builder tiny("latency-chain");
-  tiny.input("x0", {1, 16});
-  for (int i = 1; i <= 64; ++i) tiny.scale("x" + std::to_string(i), "x" + std::to_string(i - 1), 1.0);
-  graph gl = std::move(tiny).build();
+  graph gl = tiny_chain("latency-chain");
   placement pl;
   for (op_index i = 0; i < gl.size(); ++i) pl.device.push_back(i % 2);
   std::vector<double> gaps;
