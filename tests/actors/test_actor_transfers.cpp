@@ -6,6 +6,8 @@
 #include <doppler/comm/schedule.hpp>
 #include <doppler/runtime/cpu_backend.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/placer.hpp>
+#include <doppler/runtime/workloads.hpp>
 
 #include <doctest/doctest.h>
 
@@ -96,6 +98,30 @@ TEST_CASE("a comm planner that fails falls back to direct copies, outputs unchan
   CHECK(r.planned_tensors == 0);
   for (op_index i = 0; i < f.g.size(); ++i) CHECK(max_abs_diff(r.outputs[i], ref[i]) <= 1e-6);
   CHECK(r.runs[0].link_bytes[link_between(c, 0, 1)] == doctest::Approx(3 * 64 * 256 * 4));
+}
+
+TEST_CASE("a comm planner slower than the run's wait: direct copies, a warning, no hang") {
+  if (!comm::have_solvers()) return;  // needs a solver method that cannot answer within 1 ms
+  cluster c = make_preset("dgx1-v100");  // the CPU backend runs it; the topology makes multicasts
+  workload_params wp;
+  wp.dim = 64;
+  wp.heads = 8;
+  wp.ffn = 96;
+  wp.seq = 8;
+  wp.shards = 8;
+  graph g = make_workload("llama-layer", wp);
+  placement p = make_placer("round-robin")->place(g, c, cost_model{}, placer_options{});
+  transfer_options t = planned("telp");  // an LP per tensor: milliseconds each
+  t.wait = std::chrono::milliseconds(1);
+  t.time_limit = 0.5;
+  engine e(c, engine_options{}.with_transfers(t));
+  auto ref = execute_reference(g, 9);
+  auto r = e.run(g, p, run_options{}.with_seed(9).keep_all());
+  CHECK(r.planned_tensors == 0);  // the answer came too late: every tensor was copied directly
+  for (op_index i = 0; i < g.size(); ++i) {
+    CAPTURE(g[i].id);
+    CHECK(max_abs_diff(r.outputs[i], ref[i]) <= 1e-5);
+  }
 }
 
 TEST_CASE("bad transfer options are refused") {
