@@ -36,5 +36,14 @@ step "doppler compare: placers on the paper's Llama layer (doppler-paper:4, the 
 step "doppler plan-comm: an allgather on a DGX-1 (8x V100, hybrid cube-mesh), MILP vs the ring"
 "$bin" compare-comm --cluster dgx1-v100 --collective allgather --chunk-bytes 1048576 --chunks-per-gpu 2 --methods milp,greedy,ring,direct
 
+step "doppler simulate --transfers planned: a Llama-7B layer on the DGX-1, shared tensors as multicast plans"
+"$bin" workload llama-layer --preset llama-7b --shards 8 -o "$out/llama7b-layer.json" -q
+"$bin" place --graph "$out/llama7b-layer.json" --cluster dgx1-v100 --method heft -o "$out/placement-dgx1.json" >/dev/null
+for transfers in direct planned; do
+  printf '%-8s ' "$transfers"
+  "$bin" simulate --graph "$out/llama7b-layer.json" --cluster dgx1-v100 --placement "$out/placement-dgx1.json" \
+    --transfers "$transfers" --json | grep -o '"makespan_s":[0-9.e-]*'
+done
+
 printf '\nTraces (open in https://ui.perfetto.dev): %s/trace-cp.json %s/trace-heft.json\n' "$out" "$out"
 printf 'Comparison chart: %s/compare.svg\n' "$out"
