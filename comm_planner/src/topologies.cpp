@@ -1,4 +1,4 @@
-// Comm-planner topologies beyond the runtime presets: dgx2-2, ndv2-N, h100-pod:N.
+// Comm-planner topologies beyond the runtime presets: ndv2-N, h100-pod:N (dgx2-2 is a runtime preset now).
 #include <doppler/comm/topologies.hpp>
 #include <doppler/runtime/error.hpp>
 
@@ -26,26 +26,7 @@ cluster make_h100_pod(int nodes) {
   return cluster("h100-pod:" + std::to_string(nodes), std::move(devices), std::move(switches), std::move(links));
 }
 
-cluster make_dgx2_2() {
-  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
-  std::vector<device> devices;
-  std::vector<std::string> switches;
-  std::vector<link_spec> links;
-  for (int h = 0; h < 2; ++h) {
-    std::string sw = "nvswitch" + std::to_string(h);
-    switches.push_back(sw);
-    for (int i = 0; i < 16; ++i) {
-      std::string id = "gpu" + std::to_string(16 * h + i);
-      devices.push_back({id, device_kind::gpu, 15.7e12, 32 * gib, "node" + std::to_string(h)});
-      links.push_back({id, sw, 125e9, 0.35e-6, true});
-    }
-  }
-  for (int h = 0; h < 2; ++h)
-    for (int k = 1; k < 16; k += 2)
-      links.push_back({"gpu" + std::to_string(16 * h + k), "gpu" + std::to_string(16 * (1 - h) + k - 1), 12.5e9, 2.6e-6,
-                       false});
-  return cluster("dgx2-2", std::move(devices), std::move(switches), std::move(links));
-}
+cluster make_dgx2_2() { return make_preset("dgx2-2"); }
 
 cluster make_ndv2(int chassis) {
   if (chassis < 3 || chassis > 16) throw error(errc::bad_argument, "ndv2-N needs N in 3..16 (ndv2-2 is a runtime preset)");
@@ -69,7 +50,6 @@ cluster make_ndv2(int chassis) {
 }
 
 cluster load_comm_cluster(const std::string& spec) {
-  if (spec == "dgx2-2") return make_dgx2_2();
   if (spec.rfind("ndv2-", 0) == 0 && spec != "ndv2-2") {
     int n = 0;
     auto [end, ec] = std::from_chars(spec.data() + 5, spec.data() + spec.size(), n);

@@ -133,6 +133,7 @@ std::vector<std::pair<std::string, std::string>> preset_catalog() {
       {"ndv2-2", "2 Azure NDv2 chassis (8x V100 each, DGX-1V mesh), 12.5 GB/s InfiniBand between"},
       {"dgx-h100", "8x H100 SXM, each at 450 GB/s per direction into one NVSwitch"},
       {"h100-2x8", "2 DGX-H100 nodes, each GPU also on a 50 GB/s NIC into one network switch"},
+      {"dgx2-2", "2 DGX-2 chassis (16x V100 each on an NVSwitch at 125 GB/s), one-way 12.5 GB/s NICs between"},
       {"cpu:N", "N virtual CPU devices on this host (options :flops=F:mem=B:bw=B:lat=S)"},
       {"doppler-paper:N", "N devices of 1e10 FLOP/s, full mesh of 1e10 B/s links, zero latency"},
   };
@@ -172,6 +173,20 @@ cluster make_preset(std::string_view name) {
       b.switches.push_back("net");
       for (const device& d : b.devices) b.link(d.id, "net", 50e9, net_hop_latency);
     }
+    return b.build(name);
+  }
+  if (name == "dgx2-2") {
+    // TE-CCL's 2-chassis DGX-2 (`teccl/topologies/dgx2.py`): 16 V100 per chassis on one NVSwitch;
+    // odd GPU k of a chassis sends to GPU k-1 of the other over a one-way NIC link.
+    for (int h = 0; h < 2; ++h) {
+      std::string sw = "nvswitch" + std::to_string(h);
+      b.switches.push_back(sw);
+      b.add_devices(16, "gpu", device_kind::gpu, 15.7e12, 32 * gib, "node" + std::to_string(h));
+      for (int i = 16 * h; i < 16 * h + 16; ++i) b.link(b.devices[i].id, sw, 125e9, 0.35e-6);
+    }
+    for (int h = 0; h < 2; ++h)
+      for (int k = 1; k < 16; k += 2)
+        b.link("gpu" + std::to_string(16 * h + k), "gpu" + std::to_string(16 * (1 - h) + k - 1), 12.5e9, 2.6e-6, false);
     return b.build(name);
   }
   if (name.starts_with("cpu:")) return cpu_preset(name, name.substr(4));

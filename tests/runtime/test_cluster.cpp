@@ -172,7 +172,7 @@ TEST_CASE("every preset builds with the documented devices, links and numbers") 
   CHECK(d.total_flops() == 8e10);
   CHECK(d.transfer_time(0, 7, 1e10) == 1.0);  // zero latency, 1e10 B/s
 
-  CHECK(preset_catalog().size() == 7);
+  CHECK(preset_catalog().size() == 8);
   for (const auto& [name, what] : preset_catalog()) CHECK_FALSE(what.empty());
 }
 

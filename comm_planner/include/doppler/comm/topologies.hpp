@@ -14,7 +14,8 @@ cluster make_h100_pod(int nodes);
 
 /// `dgx2-2`: TE-CCL's 2-chassis DGX-2 model (`teccl/topologies/dgx2.py`): per chassis 16 V100 on one
 /// NVSwitch (`nvswitch0`, `nvswitch1`) at 125 GB/s, 0.35 µs per hop; odd GPU k of a chassis sends to
-/// GPU k−1 of the other one over a one-way 12.5 GB/s NIC link, 2.6 µs.
+/// GPU k−1 of the other one over a one-way 12.5 GB/s NIC link, 2.6 µs. The runtime preset
+/// `make_preset("dgx2-2")`.
 cluster make_dgx2_2();
 
 /// `ndv2-N` (N = 3..16 chassis): TE-CCL's multi-chassis NDv2 model (`teccl/topologies/ndv2.py`):
@@ -23,8 +24,8 @@ cluster make_dgx2_2();
 /// (`ndv2-2` is the runtime preset: two direct one-way links.)
 cluster make_ndv2(int chassis);
 
-/// A comm-planner cluster spec: `dgx2-2`, `ndv2-N` (N ≥ 3), `h100-pod:N`, else a cluster file or
-/// runtime preset.
+/// A comm-planner cluster spec: `ndv2-N` (N ≥ 3), `h100-pod:N`, else a cluster file or runtime
+/// preset (dgx2-2 among them).
 cluster load_comm_cluster(const std::string& spec);
 
 }  // namespace doppler::comm

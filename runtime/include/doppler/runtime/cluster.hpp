@@ -106,7 +106,7 @@ std::string to_json_text(const cluster& c);
 /// Writes atomically.
 void save_cluster(const cluster& c, const std::string& path);
 
-/// Named presets: p100x4, dgx1-v100, ndv2-2, dgx-h100, h100-2x8, cpu:N, doppler-paper:N
+/// Named presets: p100x4, dgx1-v100, ndv2-2, dgx-h100, h100-2x8, dgx2-2, cpu:N, doppler-paper:N
 /// (docs/clusters.md gives each one's sources). Throws unknown_kind for an unknown name.
 cluster make_preset(std::string_view name);
 /// The preset names with a one-line description each.
