@@ -85,22 +85,16 @@ double log_misfit(const std::vector<double>& x, const std::vector<double>& t, do
   return e;
 }
 
-/// A chain of 64 scalings of a 1 × 16 input: ops that cost (almost) nothing but their dispatch.
-graph tiny_chain(std::string name) {
-  graph_builder b(std::move(name));
+/// A chain of 64 scalings of a 1 × 16 input, op i on device i mod `devices`, run `rounds` times after a
+/// warm-up on `e`: the gaps between one op's end and the next one's start (ops that cost almost
+/// nothing but their dispatch, plus a transfer when consecutive ops sit on different devices).
+std::vector<double> chain_gaps(engine& e, std::size_t devices, int rounds) {
+  graph_builder b("tiny-chain");
   b.input("x0", {1, 16});
   for (int i = 1; i <= 64; ++i) b.scale("x" + std::to_string(i), "x" + std::to_string(i - 1), 1.0);
-  return std::move(b).build();
-}
-
-/// The per-op dispatch overhead of the runtime: the gap between one op's end and the next one's
-/// start on one device (a chain of tiny ops; messages, queueing and thread wake-ups, no transfers).
-double dispatch_overhead(int rounds) {
-  cluster one = make_preset("cpu:1");
-  engine e(one);
-  graph gl = tiny_chain("overhead-chain");
+  const graph gl = std::move(b).build();
   placement pl;
-  pl.device.assign(gl.size(), 0);
+  for (op_index i = 0; i < gl.size(); ++i) pl.device.push_back(static_cast<device_index>(i % devices));
   std::vector<double> gaps;
   for (int r = 0; r < rounds + 1; ++r) {
     auto res = e.run(gl, pl);
@@ -108,8 +102,17 @@ double dispatch_overhead(int rounds) {
     std::vector<double> start(gl.size()), end(gl.size());
     for (const auto& ev : res.runs[0].events)
       if (ev.what == trace_event::kind::op) start[ev.id] = ev.start, end[ev.id] = ev.end;
-    for (op_index i = 1; i < gl.size(); ++i) gaps.push_back(std::max(0.0, start[i] - end[i - 1]));
+    for (op_index i = 1; i < gl.size(); ++i) gaps.push_back(start[i] - end[i - 1]);
   }
+  return gaps;
+}
+
+/// The per-op dispatch overhead of the runtime: the gap between one op's end and the next one's
+/// start on one device (a chain of tiny ops; messages, queueing and thread wake-ups, no transfers).
+double dispatch_overhead(int rounds) {
+  engine e(make_preset("cpu:1"));
+  auto gaps = chain_gaps(e, 1, rounds);
+  for (double& g : gaps) g = std::max(0.0, g);
   return median(gaps);
 }
 
@@ -152,20 +155,8 @@ double effective_cores(std::size_t n, int rounds) {
 /// Transfer latency (producer end → consumer start of a tiny tensor on another device: messages,
 /// copy, dispatch) and copy bandwidth (a 16 MB tensor copied between two devices), on the runtime.
 std::pair<double, double> transfer_costs(int rounds) {
-  cluster two = make_preset("cpu:2");
-  engine e(two);
-  graph gl = tiny_chain("latency-chain");
-  placement pl;
-  for (op_index i = 0; i < gl.size(); ++i) pl.device.push_back(i % 2);
-  std::vector<double> gaps;
-  for (int r = 0; r < rounds + 1; ++r) {
-    auto res = e.run(gl, pl);
-    if (r == 0) continue;  // warm-up
-    std::vector<double> start(gl.size()), end(gl.size());
-    for (const auto& ev : res.runs[0].events)
-      if (ev.what == trace_event::kind::op) start[ev.id] = ev.start, end[ev.id] = ev.end;
-    for (op_index i = 1; i < gl.size(); ++i) gaps.push_back(start[i] - end[i - 1]);
-  }
+  engine e(make_preset("cpu:2"));
+  const auto gaps = chain_gaps(e, 2, rounds);
   graph_builder big("bandwidth");
   big.input("x", {1024, 4096});
   big.scale("y", "x", 1.0);

@@ -7,6 +7,8 @@
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/placer.hpp>
 
+#include "learner_fixtures.hpp"
+
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -15,14 +17,10 @@
 
 using namespace doppler;
 using namespace doppler::learner;
+using learner_fixtures::paper;
+using learner_fixtures::temp_path;
 
 namespace {
-
-graph paper(const char* name) { return load_graph(std::string(DOPPLER_PAPER_DIR) + "/" + name); }
-
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("doppler_test_" + std::to_string(::getpid()) + "_" + name)).string();
-}
 
 doppler_learner_options small() {
   doppler_learner_options o;

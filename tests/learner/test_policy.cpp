@@ -6,6 +6,8 @@
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/io.hpp>
 
+#include "learner_fixtures.hpp"
+
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -16,14 +18,10 @@
 
 using namespace doppler;
 using namespace doppler::learner;
+using learner_fixtures::paper;
+using learner_fixtures::temp_path;
 
 namespace {
-
-graph paper(const char* name) { return load_graph(std::string(DOPPLER_PAPER_DIR) + "/" + name); }
-
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("doppler_test_" + std::to_string(::getpid()) + "_" + name)).string();
-}
 
 policy_options small() { return policy_options().with_hidden(16).with_steps(2).with_proj(8).with_mlp(16).with_seed(3); }
 

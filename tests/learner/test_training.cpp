@@ -4,6 +4,8 @@
 #include <doppler/learner/trainer.hpp>
 #include <doppler/runtime/graph_io.hpp>
 
+#include "learner_fixtures.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,10 +14,10 @@
 
 using namespace doppler;
 using namespace doppler::learner;
+using learner_fixtures::paper;
+using learner_fixtures::temp_path;
 
 namespace {
-
-graph paper(const char* name) { return load_graph(std::string(DOPPLER_PAPER_DIR) + "/" + name); }
 
 double mean(const std::vector<train_row>& rows, std::size_t from, std::size_t to) {
   double s = 0;
