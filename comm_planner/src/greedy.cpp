@@ -12,6 +12,8 @@
 #include <functional>
 #include <cstdint>
 #include <limits>
+#include <numeric>
+#include <random>
 
 namespace doppler::comm::detail {
 
@@ -32,11 +34,15 @@ struct bitrows {
 
 class greedy_planner {
  public:
-  greedy_planner(const network& net, const demand& d, const plan_options& opt)
+  greedy_planner(const network& net, const demand& d, const plan_options& opt, const greedy_guide* guide = nullptr)
       : net_(net), d_(d), opt_(opt), D_(net.device_count()), C_(d.chunks.size()), slots_(slots_with(net, opt.fixed_sends)),
         have_(D_, C_), expect_(D_, C_), need_(D_, C_), holders_(C_, D_), holder_count_(C_, 0), expect_count_(C_, 0),
         held_list_(D_), port_free_(net.node_count(), D_), avail_(net.node_count(), C_),
-        entering_(net.node_count(), C_) {}
+        entering_(net.node_count(), C_), guide_(guide), rng_(guide ? guide->seed : 0) {
+    if (guide_) sent_.assign(guide_->cum.size() / std::max<std::size_t>(1, static_cast<std::size_t>(guide_->K)), 0.0);
+    order_.resize(D_);
+    std::iota(order_.begin(), order_.end(), device_index{0});
+  }
 
   method_result run() {
     for (std::size_t c = 0; c < C_; ++c) {
@@ -64,9 +70,10 @@ class greedy_planner {
       std::size_t before = result_.sends.size();
       prepare_switches(e);
       match_small_switches(e);
+      if (guide_ && guide_->seed) std::shuffle(order_.begin(), order_.end(), rng_);
       for (int pass = 0; pass < (relays_ ? 2 : 1); ++pass)
         for (std::size_t i = 0; i < D_; ++i) {
-          auto v = static_cast<device_index>((i + static_cast<std::size_t>(e) * 7) % D_);
+          auto v = guide_ && guide_->seed ? order_[i] : static_cast<device_index>((i + static_cast<std::size_t>(e) * 7) % D_);
           for (std::uint32_t l : net_.in_links(v)) fill_link(l, v, e, pass == 1);
         }
       bool pending = false;
@@ -170,6 +177,7 @@ class greedy_planner {
     arrivals_[at].push_back({v, static_cast<std::uint32_t>(c)});
   }
   void emit(std::uint32_t l, std::size_t c, std::int32_t e) {
+    if (guide_) sent_[guide_->owner[c] * guide_->links + l] += 1;
     slots_.take(l, e);
     const te_link& t = net_.links()[l];
     result_.sends.push_back({d_.chunks[c].id, t.src, t.dst, e});
@@ -179,6 +187,7 @@ class greedy_planner {
   std::size_t pick(const word* a, const word* b, std::size_t start, Accept accept) {
     const std::size_t W = have_.words;
     std::size_t best = C_, best_count = std::numeric_limits<std::size_t>::max(), seen = 0;
+    double best_key = std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < W && seen < 64; ++k) {
       std::size_t w = (start + k) % W;
       word m = a[w] & b[w];
@@ -189,6 +198,19 @@ class greedy_planner {
         ++seen;
         std::size_t score = expect_count_[c];
         if (local_v_ < D_) score += (D_ + 1) * local_count(local_v_, c);  // rarest near the receiver first
+        if (guide_ && cur_link_ < net_.links().size()) {
+          // The LP's residual on this link for c's owner: what it sent by now (+ lookahead) and we did not.
+          const double due = lp_due(c);
+          const double rare = static_cast<double>(score);
+          double key = guide_->lp_first ? -std::floor(std::max(0.0, due) * 4.0) * 1e6 + rare
+                                        : rare - std::min(std::max(0.0, due), 0.999);
+          if (guide_->seed) key += std::uniform_real_distribution<double>(0.0, 0.5)(rng_);
+          if (key < best_key) {
+            best = c;
+            best_key = key;
+          }
+          continue;
+        }
         if (score < best_count) {
           best = c;
           best_count = score;
@@ -196,6 +218,14 @@ class greedy_planner {
       }
     }
     return best;
+  }
+  /// The guide's amount of chunk c's owner on the current link by the current epoch (+ lookahead)
+  /// not yet sent by the matcher.
+  double lp_due(std::size_t c) const {
+    const std::size_t row = guide_->owner[c] * guide_->links + cur_link_;
+    const std::int32_t k = std::min(guide_->K - 1, cur_e_ + guide_->lookahead);
+    if (k < 0) return -sent_[row];
+    return guide_->cum[row * static_cast<std::size_t>(guide_->K) + static_cast<std::size_t>(k)] - sent_[row];
   }
   /// How many of v's neighbours hold or expect chunk c.
   std::size_t local_count(device_index v, std::size_t c) const {
@@ -205,6 +235,8 @@ class greedy_planner {
   }
   void fill_link(std::uint32_t l, device_index v, std::int32_t e, bool relay_pass) {
     local_v_ = D_ <= 256 ? v : D_;  // small clusters: rarity among v's neighbours, then global
+    cur_link_ = l;
+    cur_e_ = e;
     const te_link& t = net_.links()[l];
     const std::size_t start = (v * 13 + static_cast<std::size_t>(e)) % have_.words;
     while (slots_.fits(l, e)) {
@@ -327,6 +359,8 @@ class greedy_planner {
         const std::uint32_t in = senders_[owner[j]], out = receivers_[j];
         const auto u = static_cast<device_index>(net_.links()[in].src);
         const auto v = static_cast<device_index>(net_.links()[out].dst);
+        cur_link_ = out;
+        cur_e_ = e;
         std::size_t c = pick(have_.row(u), need_.row(v), start, [](std::size_t) { return true; });
         if (c == C_) continue;
         emit(in, c, e);
@@ -379,12 +413,22 @@ class greedy_planner {
   bool relays_ = false, has_big_switch_ = false;
   device_index local_v_ = std::numeric_limits<device_index>::max();
   method_result result_;
+  const greedy_guide* guide_ = nullptr;
+  std::mt19937 rng_;
+  std::vector<double> sent_;  // per (owner, link): chunks the matcher sent so far
+  std::vector<device_index> order_;
+  std::size_t cur_link_ = SIZE_MAX;
+  std::int32_t cur_e_ = 0;
 };
 
 }  // namespace
 
 method_result plan_greedy(const network& net, const demand& d, const plan_options& opt) {
   return greedy_planner(net, d, opt).run();
+}
+
+method_result plan_greedy_guided(const network& net, const demand& d, const plan_options& opt, const greedy_guide& g) {
+  return greedy_planner(net, d, opt, &g).run();
 }
 
 }  // namespace doppler::comm::detail

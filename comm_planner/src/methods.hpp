@@ -19,6 +19,21 @@ method_result plan_rings(const network& net, const demand& d);
 method_result plan_direct(const network& net, const demand& d);
 method_result plan_tree(const network& net, const demand& d);
 method_result plan_greedy(const network& net, const demand& d, const plan_options& opt);
+
+/// A fractional plan steering the greedy matcher (telp's rounding): per owner (a source, or the
+/// shared usage of a multicast source) and link, the LP's cumulative amount sent by each epoch.
+/// The matcher prefers, for a link in epoch e, chunks whose owner the LP sends on that link by
+/// e + lookahead more often than the matcher has so far; `seed` > 0 randomizes ties.
+struct greedy_guide {
+  std::int32_t K = 0;  ///< LP horizon: cum holds epochs 0..K-1
+  std::size_t links = 0;
+  std::vector<std::size_t> owner;  ///< per demand chunk: its owner row
+  std::vector<double> cum;         ///< [(owner * links + l) * K + k]
+  std::int32_t lookahead = 0;
+  bool lp_first = true;  ///< LP preference before rarity (else rarity, then the LP)
+  unsigned seed = 0;
+};
+method_result plan_greedy_guided(const network& net, const demand& d, const plan_options& opt, const greedy_guide& g);
 /// Solver methods (COIN-OR); throw "not built" without it.
 method_result plan_milp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
                         std::int32_t upper_epochs);

@@ -117,7 +117,7 @@ window_result solve_window(const network& net, const demand& d, const plan_optio
         integer_cols.push_back(static_cast<int>(collb.size()));
         fcols.push_back({static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(l), k});
         collb.push_back(0);
-        colub.push_back(1);
+        colub.push_back(w.allowed && !(*w.allowed)[(c * L + l) * static_cast<std::size_t>(K) + static_cast<std::size_t>(k)] ? 0 : 1);
         obj.push_back(eps);
       }
     }

@@ -25,6 +25,9 @@ struct window_spec {
   const slot_table* prior = nullptr;
   /// A known schedule of this window (global epochs) handed to CBC as a MIP start; may be null.
   const std::vector<send>* hint = nullptr;
+  /// Per (chunk, link, local epoch), [(c * links + l) * epochs + k]: whether a send may be made
+  /// (0: its binary is fixed to 0, e.g. outside an LP's support); null: all may.
+  const std::vector<char>* allowed = nullptr;
 };
 
 struct window_result {

@@ -11,6 +11,7 @@
 // are list-scheduled in LP arrival order on a slot table (once from epoch 0 and once from each
 // path's LP start epoch; the shorter schedule wins), reusing hops a chunk already took (multicast).
 #include "methods.hpp"
+#include "te_model.hpp"
 
 #include <doppler/runtime/error.hpp>
 
@@ -83,6 +84,7 @@ struct te_lp {
   std::size_t columns = 0, rows = 0;
   // Column index per (source, link, epoch) / (source, device, epoch); -1 when pruned.
   std::vector<int> f, h, a;
+  std::vector<int> u;  // copy relaxation: usage per (owner, link, epoch); -1 when absent
   std::vector<double> x;
   double objective = 0;
 };
@@ -236,6 +238,7 @@ te_lp solve_te_lp(const network& net, const commodities& cm, std::int32_t K, dou
           }
     }
   }
+  r.u = std::move(usage);
   r.columns = obj.size();
   r.rows = rowlb.size();
   CoinPackedMatrix m(false, rows.data(), cols.data(), vals.data(), static_cast<CoinBigIndex>(vals.size()));
@@ -369,6 +372,30 @@ std::vector<send> list_schedule(const network& net, const demand& d, const std::
   return sends;
 }
 
+/// The LP's sends per (owner, link) accumulated over epochs, for the guided greedy matcher: owners
+/// are the sources (unicast) or the multicast sources whose usage the copy relaxation shares.
+greedy_guide make_guide(const network& net, const demand& d, const commodities& cm, const te_lp& lp) {
+  const std::size_t L = net.links().size(), KK = static_cast<std::size_t>(lp.K) + 1, K = static_cast<std::size_t>(lp.K);
+  const std::vector<device_index>& owners = cm.copy ? cm.owners : cm.sources;
+  const std::vector<int>& col = cm.copy ? lp.u : lp.f;
+  greedy_guide g;
+  g.K = lp.K;
+  g.links = L;
+  std::map<device_index, std::size_t> row;
+  for (std::size_t o = 0; o < owners.size(); ++o) row[owners[o]] = o;
+  for (const chunk& c : d.chunks) g.owner.push_back(row.at(c.source));
+  g.cum.assign(owners.size() * L * K, 0.0);
+  for (std::size_t o = 0; o < owners.size(); ++o)
+    for (std::size_t l = 0; l < L; ++l) {
+      double sum = 0;
+      for (std::size_t k = 0; k < K; ++k) {
+        if (int c = col[(o * L + l) * KK + k]; c >= 0) sum += lp.x[static_cast<std::size_t>(c)];
+        g.cum[(o * L + l) * K + k] = sum;
+      }
+    }
+  return g;
+}
+
 }  // namespace
 
 method_result plan_telp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb) {
@@ -473,16 +500,104 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
         if (e < e_best) {
           e_best = e;
           r.sends = std::move(s);
-          how = std::string(timed ? "from LP start epochs" : "eagerly") + (attempt ? ", shuffle " + std::to_string(attempt) : "");
+          how = std::string("by paths list-scheduled ") + (timed ? "from LP start epochs" : "eagerly") + (attempt ? ", shuffle " + std::to_string(attempt) : "");
         }
+      }
+    }
+    // Tree-aware rounding: the greedy matcher (every chunk grows one tree: a holder forwards it,
+    // copies branch where several links take it) steered by the LP — each link in each epoch
+    // prefers chunks of the sources the LP sends there by then and the matcher has not yet. LP
+    // first or rarity first, LP epochs or one ahead, then seeded ties; the shortest wins.
+    std::size_t guided_runs = 0;
+    const char* guided_env = std::getenv("DOPPLER_TELP_GUIDED");  // "off": paths only; N: N seeded runs (experiments)
+    if (!guided_env || std::string(guided_env) != "off") {
+      greedy_guide g = make_guide(net, d, cm, best);
+      const unsigned seeded = guided_env ? static_cast<unsigned>(std::atoi(guided_env)) : 24;
+      auto attempt = [&](bool lp_first, std::int32_t look, unsigned seed) {
+        g.lp_first = lp_first;
+        g.lookahead = look;
+        g.seed = seed;
+        ++guided_runs;
+        std::vector<send> s;
+        try {
+          s = plan_greedy_guided(net, d, opt, g).sends;
+        } catch (const error&) {
+          return;  // the matcher stalled; other candidates stand
+        }
+        const std::int32_t e = make_schedule(net, d, "telp", s).epochs;
+        if (e < e_best) {
+          e_best = e;
+          r.sends = std::move(s);
+          how = std::string("by the LP-guided matcher (") + (lp_first ? "LP first" : "rarity first") +
+                ", lookahead " + std::to_string(look) + (seed ? ", seed " + std::to_string(seed) : "") + ")";
+        }
+      };
+      for (bool lp_first : {true, false})
+        for (std::int32_t look : {0, 1})
+          if (e_best > lb.epochs) attempt(lp_first, look, 0);
+      for (unsigned seed = 1; seed <= seeded && e_best > lb.epochs && left() > 0.05; ++seed)
+        attempt(seed % 2 == 1, static_cast<std::int32_t>((seed / 2) % 2), seed);
+    }
+    // Still above the bound: the MILP restricted to the LP's support (a chunk may cross a link in
+    // an epoch only where the LP sends its source's data there, or up to K − LP horizon epochs
+    // earlier), from the LP horizon up to one below the best rounding. The support is small, so
+    // CBC settles each horizon quickly; its integer solution forms per-chunk trees by construction.
+    std::string support_log;
+    const char* support_env = std::getenv("DOPPLER_TELP_SUPPORT_MILP");  // "off": skip (experiments)
+    if (e_best > lb.epochs && (!support_env || std::string(support_env) != "off")) {
+      const std::size_t L = net.links().size(), KK = static_cast<std::size_t>(best.K) + 1, C = d.chunks.size();
+      const std::vector<device_index>& owners = cm.copy ? cm.owners : cm.sources;
+      const std::vector<int>& col = cm.copy ? best.u : best.f;
+      std::map<device_index, std::size_t> row;
+      for (std::size_t o = 0; o < owners.size(); ++o) row[owners[o]] = o;
+      for (std::int32_t K_try = std::max(lb.epochs, best.K); K_try < e_best && left() > 0.2; ++K_try) {
+        const std::int32_t slack = K_try - best.K;
+        std::vector<char> allowed(C * L * static_cast<std::size_t>(K_try), 0);
+        std::size_t n = 0;
+        for (std::size_t c = 0; c < C; ++c) {
+          const std::size_t o = row.at(d.chunks[c].source);
+          for (std::size_t l = 0; l < L; ++l)
+            for (std::int32_t k = 0; k < K_try; ++k)
+              for (std::int32_t j = std::max(0, k - slack); j <= std::min(best.K - 1, k); ++j)
+                if (int x = col[(o * L + l) * KK + static_cast<std::size_t>(j)]; x >= 0 && best.x[static_cast<std::size_t>(x)] > 1e-6) {
+                  allowed[(c * L + l) * static_cast<std::size_t>(K_try) + static_cast<std::size_t>(k)] = 1;
+                  ++n;
+                  break;
+                }
+        }
+        if (n > opt.milp_binary_limit) {
+          support_log += " K=" + std::to_string(K_try) + ": " + std::to_string(n) + " binaries, over the MILP limit";
+          break;
+        }
+        window_spec w = initial_window(net, d, K_try);
+        w.allowed = &allowed;
+        plan_options o = opt;
+        o.first_feasible = true;  // any schedule at K_try beats the rounding
+        window_result wr = solve_window(net, d, o, w, std::max(0.2, left() * 0.5));
+        support_log += " K=" + std::to_string(K_try) + ":" +
+                       (wr.state == window_result::status::solved       ? "feasible"
+                        : wr.state == window_result::status::infeasible ? "infeasible"
+                                                                          : "timeout") +
+                       "(" + std::to_string(n) + " binaries)";
+        if (wr.state == window_result::status::solved) {
+          const std::int32_t e = make_schedule(net, d, "telp", wr.sends).epochs;
+          if (e < e_best) {
+            e_best = e;
+            r.sends = std::move(wr.sends);
+            how = "by the MILP on the LP's support";
+          }
+          break;
+        }
+        if (wr.state != window_result::status::infeasible) break;
       }
     }
     if (opt.max_epochs > 0 && e_best > opt.max_epochs)
       throw error(errc::infeasible, "telp: the rounded schedule takes " + std::to_string(e_best) +
                                         " epochs, more than --max-epochs " + std::to_string(opt.max_epochs) + ":" + log);
     r.note = "telp: time-expanded LP" + log + "; LP horizon " + std::to_string(best.K) + " epochs (" +
-             std::to_string(best.columns) + " columns, " + std::to_string(best.rows) + " rows); paths list-scheduled " +
-             how + " (" + std::to_string(e_best) + " epochs)" +
+             std::to_string(best.columns) + " columns, " + std::to_string(best.rows) + " rows); rounded " +
+             how + " (" + std::to_string(e_best) + " epochs; " + std::to_string(guided_runs) + " guided runs)" +
+             (support_log.empty() ? "" : "; LP-support MILP" + support_log) +
              (leftovers ? "; " + std::to_string(leftovers) + " (chunk, destination) pairs on cluster routes" : "");
   } catch (const CoinError& e) {
     throw error(errc::internal, "CLP failed in " + e.className() + "::" + e.methodName() + ": " + e.message());

@@ -126,6 +126,7 @@ BENCHMARK_CAPTURE(dgx1_allgather, greedy, std::string("greedy"))->Arg(1)->Arg(2)
 BENCHMARK_CAPTURE(dgx1_allgather, ring, std::string("ring"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(dgx1_allgather, tree, std::string("tree"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(dgx1_allgather, milp, std::string("milp"))->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(dgx1_allgather, telp, std::string("telp"))->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(ndv2_allgather, greedy, std::string("greedy"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(ndv2_allgather, lp, std::string("lp"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(ndv2_allgather, ring, std::string("ring"))->Unit(benchmark::kMillisecond);
