@@ -43,8 +43,9 @@ class cut_evaluator {
     return static_cast<double>(n) * d_.chunk_bytes / bw;
   }
   /// Fewest epochs K in which the links leaving S can carry every crossing chunk, each send
-  /// arriving (at the earliest a device behind the link could hold it) by K.
-  std::int32_t epochs(const std::vector<char>& in) const {
+  /// arriving (at the earliest a device behind the link could hold it) by K. `used` (per link,
+  /// prefix counts of fixed sends by start epoch; may be null): capacity those sends take.
+  std::int32_t epochs(const std::vector<char>& in, const std::vector<std::vector<std::int32_t>>* used = nullptr) const {
     std::size_t n = crossing(in);
     if (n == 0) return 0;
     std::vector<const te_link*> cut;
@@ -64,9 +65,14 @@ class cut_evaluator {
       std::size_t carry = 0;
       for (std::size_t i = 0; i < cut.size(); ++i) {
         std::int32_t slots = K - first_hold[i] + 1;  // send epochs 0..K-offset
-        if (slots > 0)
-          carry += static_cast<std::size_t>(cut[i]->cap) *
-                   static_cast<std::size_t>((slots + cut[i]->window - 1) / cut[i]->window);
+        if (slots <= 0) continue;
+        // Sends starting in epochs 0..slots-1 fit in ⌈slots/window⌉ windows; fixed ones take room.
+        std::int64_t room = static_cast<std::int64_t>(cut[i]->cap) * ((slots + cut[i]->window - 1) / cut[i]->window);
+        if (used) {
+          const auto& u = (*used)[static_cast<std::size_t>(cut[i] - net_.links().data())];
+          if (!u.empty()) room -= u[static_cast<std::size_t>(std::min<std::int32_t>(slots, static_cast<std::int32_t>(u.size()) - 1))];
+        }
+        carry += static_cast<std::size_t>(std::max<std::int64_t>(0, room));
       }
       if (carry >= n) return K;
       if (K > (1 << 24)) return K;
@@ -179,6 +185,57 @@ lower_bound compute_lower_bound(const network& net, const demand& d) {
   b.epochs = std::max(b.epochs, farthest);
   b.latency_seconds = farthest * net.tau();
   b.seconds = std::max(b.cut_seconds, b.latency_seconds);
+  return b;
+}
+
+lower_bound compute_lower_bound(const network& net, const demand& d, const std::vector<send>* fixed) {
+  lower_bound b = compute_lower_bound(net, d);
+  if (!fixed || fixed->empty()) return b;
+  // Fixed sends per link as prefix counts by start epoch: used[l][k] = sends starting before k.
+  std::vector<std::vector<std::int32_t>> used(net.links().size());
+  std::int32_t last = 0;
+  for (const send& x : *fixed) last = std::max(last, x.epoch + 1);
+  for (const send& x : *fixed) {
+    auto l = net.find_link(x.src, x.dst);
+    if (!l || x.epoch < 0) continue;
+    auto& u = used[*l];
+    if (u.empty()) u.assign(static_cast<std::size_t>(last) + 1, 0);
+    ++u[static_cast<std::size_t>(x.epoch) + 1];
+  }
+  for (auto& u : used)
+    for (std::size_t k = 1; k < u.size(); ++k) u[k] += u[k - 1];
+  cut_evaluator ev(net, d);
+  const std::size_t N = net.node_count();
+  std::int32_t best = 0;
+  std::vector<char> best_cut;
+  auto consider = [&](const std::vector<char>& in) {
+    std::int32_t k = ev.epochs(in, &used);
+    if (k > best && k < unreachable_epochs) {
+      best = k;
+      best_cut = in;
+    }
+  };
+  // Every device's out-cut {v} and in-cut (all but v); on small clusters every subset.
+  for (node_index v = 0; v < net.device_count(); ++v) {
+    std::vector<char> in(N, 0);
+    in[v] = 1;
+    consider(in);
+    for (auto& x : in) x = !x;
+    consider(in);
+  }
+  if (N <= 12)  // every subset (each epoch bound walks K; beyond 12 nodes too slow for a plan call)
+    for (std::uint32_t mask = 1; mask + 1 < (1u << N); ++mask) {
+      std::vector<char> in(N, 0);
+      for (std::size_t v = 0; v < N; ++v) in[v] = static_cast<char>((mask >> v) & 1u);
+      if (ev.seconds(in) > 0) consider(in);
+    }
+  if (best > b.epochs) {
+    b.epochs = best;
+    b.fixed_aware = true;
+    b.cut = ev.describe(best_cut) + " around the fixed sends";
+    b.seconds = std::max(b.seconds, best * net.tau());
+    b.cut_seconds = std::max(b.cut_seconds, best * net.tau());
+  }
   return b;
 }
 

@@ -35,8 +35,11 @@ struct greedy_guide {
 };
 method_result plan_greedy_guided(const network& net, const demand& d, const plan_options& opt, const greedy_guide& g);
 /// Solver methods (COIN-OR); throw "not built" without it.
+/// With a known schedule (`opt.hint_sends`, or `incumbent`: e.g. the greedy plan around fixed
+/// sends) the epoch search starts at its horizon and goes down (first feasible schedule per
+/// horizon, the bound probed first when it is ≥ 2 epochs below), else upward from the bound.
 method_result plan_milp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
-                        std::int32_t upper_epochs);
+                        std::int32_t upper_epochs, const std::vector<send>* incumbent = nullptr);
 method_result plan_lp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
 /// TE-CCL's LP on the time-expanded network (per-source fractional flows, no copy), rounded to paths.
 method_result plan_telp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);

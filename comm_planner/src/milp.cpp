@@ -7,16 +7,97 @@
 
 #include <chrono>
 
+#include <doppler/comm/validate.hpp>
+
 namespace doppler::comm::detail {
 
+namespace {
+
+/// The epochs of `sends` as a schedule of d, if it is a valid one (else unreachable_epochs).
+std::int32_t valid_epochs(const network& net, const demand& d, const plan_options& opt, const std::vector<send>& sends) {
+  try {
+    schedule s = make_schedule(net, d, "milp", sends);
+    validate_schedule(net, d, s, {.switch_copy = opt.switch_copy});
+    return s.epochs;
+  } catch (const error&) {
+    return unreachable_epochs;
+  }
+}
+
+/// Downward epoch search from a known schedule of H epochs: the bound first when it is at least 2
+/// below (a schedule there ends the search), then H−1, H−2, ... each stopping at CBC's first
+/// feasible schedule, until a horizon is proved infeasible (the last schedule is then optimal), the
+/// bound is reached, or the time is up. Never solves at H itself: the known schedule is one.
+method_result descend(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
+                      const std::vector<send>& known, std::int32_t H, double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto left = [&] { return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  method_result best;
+  best.sends = known;
+  const std::int32_t floor_k = std::max<std::int32_t>(1, lb.epochs);
+  if (H <= floor_k) {
+    best.proved_optimal = true;
+    best.note = "milp: the known schedule (" + std::to_string(H) + " epochs) meets the lower bound" +
+                (lb.fixed_aware ? " (aware of the fixed sends)" : "") + "; no solve";
+    return best;
+  }
+  const slot_table fixed = slots_with(net, opt.fixed_sends);
+  plan_options o = opt;
+  o.first_feasible = true;  // any schedule at a shorter horizon improves on the known one
+  std::string log;
+  auto solve = [&](std::int32_t K, double budget) {
+    window_spec w = initial_window(net, d, K);
+    if (opt.fixed_sends) w.prior = &fixed;
+    window_result r = solve_window(net, d, o, w, budget);
+    log += " K=" + std::to_string(K) + ":" +
+           (r.state == window_result::status::solved       ? "feasible"
+            : r.state == window_result::status::infeasible ? "infeasible"
+                                                             : "timeout") +
+           "(" + std::to_string(r.binaries) + " binaries)";
+    return r;
+  };
+  std::int32_t proved_below = floor_k - 1;  // every horizon ≤ this has no schedule
+  if (H - floor_k >= 2 && left() > 0.1) {
+    window_result r = solve(floor_k, std::max(0.2, left() * 0.25));
+    if (r.state == window_result::status::solved) {
+      best.sends = std::move(r.sends);
+      best.proved_optimal = true;
+      best.note = "milp downward search from a known " + std::to_string(H) + "-epoch schedule:" + log + "; meets the bound";
+      return best;
+    }
+    if (r.state == window_result::status::infeasible) proved_below = floor_k;
+  }
+  std::int32_t at = H;
+  for (std::int32_t K = H - 1; K > proved_below && left() > 0.05; --K) {
+    window_result r = solve(K, std::max(0.2, left() * 0.5));
+    if (r.state == window_result::status::solved) {
+      best.sends = std::move(r.sends);
+      at = K;
+      continue;
+    }
+    if (r.state == window_result::status::infeasible) proved_below = K;
+    break;
+  }
+  best.proved_optimal = at - 1 <= proved_below;
+  best.note = "milp downward search from a known " + std::to_string(H) + "-epoch schedule:" + log + "; " +
+              std::to_string(at) + " epochs" + (best.proved_optimal ? ", proved minimal" : "");
+  return best;
+}
+
+}  // namespace
+
 method_result plan_milp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
-                        std::int32_t upper_epochs) {
+                        std::int32_t upper_epochs, const std::vector<send>* incumbent) {
   if (!have_solvers())
     throw error(errc::bad_argument, "method milp is not built: doppler was configured without COIN-OR (CBC/CLP)");
   const auto t0 = std::chrono::steady_clock::now();
   auto left = [&] {
     return opt.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
+  if (const std::vector<send>* known = opt.hint_sends ? opt.hint_sends : incumbent; known && opt.max_epochs == 0) {
+    if (std::int32_t H = valid_epochs(net, d, opt, *known); H < unreachable_epochs) return descend(net, d, opt, lb, *known, H, left());
+  }
+  if (upper_epochs <= 0) upper_epochs = make_schedule(net, d, "greedy", plan_greedy(net, d, opt).sends).epochs;
   std::int32_t K = std::max<std::int32_t>(1, lb.epochs);
   if (upper_epochs <= K && opt.max_epochs == 0) {
     // The greedy plan already meets the bound: its epoch count is optimal.

@@ -38,6 +38,8 @@ detail::method_result run_method(const std::string& m, const network& net, const
   if (m == "telp") return plan_telp(net, d, opt, lb);
   if (m == "astar") return plan_astar(net, d, opt, lb);
   if (m == "milp") {
+    // A known schedule: the MILP searches down from its horizon (the greedy plan only if it is invalid).
+    if (opt.hint_sends) return plan_milp(net, d, opt, lb, 0);
     // The greedy plan caps the horizon the MILP searches.
     auto g = make_schedule(net, d, "greedy", plan_greedy(net, d, opt).sends);
     return plan_milp(net, d, opt, lb, g.epochs);
@@ -87,7 +89,11 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
   if (opt.method == "milp") {
     // Warm start: the kept sends plus a greedy plan of the new chunks around them are a feasible
     // schedule of the whole demand; it seeds the joint MILP as a MIP start (old sends may move).
-    if (!rest.chunks.empty()) {
+    // When the joint greedy plan already meets the bound, it is the start and nothing else is planned.
+    std::vector<send> fresh = detail::plan_greedy(net, d, opt).sends;
+    detail::prune_unused(net, d, fresh);
+    const std::int32_t fresh_epochs = detail::make_schedule(net, d, "greedy", fresh).epochs;
+    if (!rest.chunks.empty() && fresh_epochs > out.bound.epochs) {
       plan_options g = opt;
       g.warm_start = nullptr;
       g.method = "greedy";
@@ -95,14 +101,36 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
       plan_result part = plan(c, rest, g);
       sends.insert(sends.end(), part.sched.sends.begin(), part.sched.sends.end());
     }
+    // The joint greedy plan from scratch may be shorter than keeping the old sends: the MIP start
+    // (and the horizon the MILP searches down from) is the shorter of the two.
+    std::string start = "kept sends + greedy";
+    if (fresh_epochs <= out.bound.epochs) {
+      // Nothing to solve: the joint greedy plan meets the bound (old sends may move, as with the MILP).
+      out.sched = detail::make_schedule(net, d, "milp+warm", std::move(fresh));
+      out.sched.note = "re-planned: the joint greedy plan meets the lower bound of " + std::to_string(out.bound.epochs) +
+                       " epochs; no solve";
+      out.sched.proved_optimal = true;
+      out.sched.lower_bound_seconds = out.bound.seconds;
+      out.sched.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      try {
+        out.report = validate_schedule(net, d, out.sched, {.switch_copy = opt.switch_copy});
+      } catch (const error& e) {
+        throw error(errc::internal, "re-planning produced an invalid schedule: " + std::string(e.what()));
+      }
+      return out;
+    }
+    if (fresh_epochs < detail::make_schedule(net, d, "greedy", sends).epochs) {
+      sends = std::move(fresh);
+      start = "the joint greedy plan (shorter than kept sends + greedy)";
+    }
     plan_options m = opt;
     m.warm_start = nullptr;
     m.hint_sends = &sends;
     plan_result joint = plan(c, d, m);
     joint.sched.method = "milp+warm";
-    joint.sched.note = "re-planned: MIP start from " + std::to_string(kept.size()) + " kept sends of " +
-                       std::to_string(carried.size()) + " chunks + greedy for " + std::to_string(rest.chunks.size()) +
-                       " new chunks; " + joint.sched.note;
+    joint.sched.note = "re-planned: " + std::to_string(kept.size()) + " kept sends of " + std::to_string(carried.size()) +
+                       " chunks, " + std::to_string(rest.chunks.size()) + " new chunks; MIP start from " + start + "; " +
+                       joint.sched.note;
     joint.sched.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return joint;
   }
@@ -112,7 +140,7 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
     o.fixed_sends = &kept;
     plan_result part = plan(c, rest, o);
     sends.insert(sends.end(), part.sched.sends.begin(), part.sched.sends.end());
-    note = part.sched.method + " around the kept sends";
+    note = part.sched.method + " around the kept sends" + (part.sched.note.empty() ? "" : ": " + part.sched.note);
   }
   out.sched = detail::make_schedule(net, d, opt.method + "+warm", std::move(sends));
   out.sched.note = "re-planned: kept " + std::to_string(kept.size()) + " sends of " + std::to_string(carried.size()) +
@@ -141,7 +169,8 @@ plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
     throw error(errc::bad_argument, "planning around fixed sends (re-planning, tenants first-come-first-served) "
                                     "supports the greedy, milp and auto methods, not " + opt.method);
   plan_result out;
-  out.bound = compute_lower_bound(net, d);
+  // Around fixed sends (re-planning's kept prefix, earlier tenants) only the capacity they leave counts.
+  out.bound = opt.fixed_sends ? compute_lower_bound(net, d, opt.fixed_sends) : compute_lower_bound(net, d);
   if (opt.max_epochs > 0 && opt.max_epochs < out.bound.epochs)
     throw error(errc::infeasible, "no schedule fits " + std::to_string(opt.max_epochs) + " epochs: the lower bound is " +
                                       std::to_string(out.bound.epochs) + " epochs (cut " + out.bound.cut + ")");
@@ -167,7 +196,9 @@ plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
       std::string solver = milp_size(net, d, greedy_epochs) <= static_cast<double>(opt.milp_binary_limit)
                                ? "milp"
                                : (opt.fixed_sends ? "greedy" : unicast ? (small_telp ? "telp" : "lp") : "astar");
-      detail::method_result s = solver == "greedy" ? r : solver == "milp" ? detail::plan_milp(net, d, opt, out.bound, greedy_epochs)
+      detail::method_result s = solver == "greedy" ? r : solver == "milp" ? detail::plan_milp(net, d, opt, out.bound, greedy_epochs,
+                                                                                    // around fixed sends: down from the greedy plan
+                                                                                    opt.fixed_sends ? &r.sends : nullptr)
                                                  : run_method(solver, net, d, opt, out.bound);
       if (detail::make_schedule(net, d, solver, s.sends).epochs <= greedy_epochs) {
         r = std::move(s);

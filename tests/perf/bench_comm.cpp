@@ -7,6 +7,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
 using namespace doppler;
 using namespace doppler::comm;
 
@@ -67,21 +72,30 @@ void bound_ndv2(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(compute_lower_bound(net, d).seconds);
 }
 
-/// Re-planning on a DGX-1 when a second job (a gather to gpu5, 4 chunks per GPU) arrives next to a
-/// running allgather (2 chunks per GPU): from scratch (joint MILP) vs keeping the old sends and
-/// planning only the new chunks around them.
-void replan(benchmark::State& st, bool warm) {
+/// Re-planning on a DGX-1 when a second job arrives next to a running allgather (2 chunks per
+/// GPU): from scratch (the joint plan) vs warm (the old schedule kept: a MIP start for milp, a fixed
+/// prefix for auto). Jobs: a gather to gpu5 (4 chunks per GPU), a scatter from gpu0 (4 per GPU),
+/// a broadcast of 8 chunks from gpu3. Ratio to report: warm / scratch time per (job, method).
+demand joining(const cluster& c, const std::string& job) {
+  if (job == "gather") return make_collective(c, collective::gather, 1 << 20, 4, 5);
+  if (job == "scatter") return make_collective(c, collective::scatter, 1 << 20, 4, 0);
+  return make_collective(c, collective::broadcast, 1 << 20, 8, 3);
+}
+void replan(benchmark::State& st, const std::string& job, const std::string& method, bool warm) {
   static const cluster c = make_preset("dgx1-v100");
   demand a = make_collective(c, collective::allgather, 1 << 20, 2);
-  demand b = make_collective(c, collective::gather, 1 << 20, 4, 5);
   plan_options o;
-  o.with_method("milp").with_time_limit(5);
-  static const plan_result first = plan(c, merge_jobs({a}, {1.0}), o);
-  demand both = merge_jobs({a, b}, {1.0, 1.0});
-  if (warm) o.warm_start = &first.sched;
+  o.with_method(method).with_time_limit(5);
+  static std::map<std::string, plan_result> first;
+  if (!first.count(method)) first[method] = plan(c, merge_jobs({a}, {1.0}), o);
+  demand both = merge_jobs({a, joining(c, job)}, {1.0, 1.0});
+  if (warm) o.warm_start = &first[method].sched;
   plan_result r;
   for (auto _ : st) r = plan(c, both, o);
   report(st, r);
+  st.counters["proved"] = r.sched.proved_optimal ? 1 : 0;
+  // BENCH_COMM_NOTES=1: how each plan got there (the schedule notes) on stderr.
+  if (std::getenv("BENCH_COMM_NOTES")) std::fprintf(stderr, "%s\n", r.sched.note.c_str());
 }
 
 /// The MILP on a DGX-1 allgather (2 chunks per GPU) from scratch vs with a MIP start (its own
@@ -117,8 +131,18 @@ void tenants(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(replan, scratch, false)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, warm, true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_milp_scratch, std::string("gather"), std::string("milp"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_milp_warm, std::string("gather"), std::string("milp"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_auto_scratch, std::string("gather"), std::string("auto"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_auto_warm, std::string("gather"), std::string("auto"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_milp_scratch, std::string("scatter"), std::string("milp"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_milp_warm, std::string("scatter"), std::string("milp"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_auto_scratch, std::string("scatter"), std::string("auto"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_auto_warm, std::string("scatter"), std::string("auto"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_milp_scratch, std::string("broadcast"), std::string("milp"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_milp_warm, std::string("broadcast"), std::string("milp"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_auto_scratch, std::string("broadcast"), std::string("auto"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_auto_warm, std::string("broadcast"), std::string("auto"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(milp_start, scratch, false)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(milp_start, hinted, true)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(tenants)->Unit(benchmark::kMillisecond)->Iterations(1);
