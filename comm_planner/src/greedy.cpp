@@ -223,7 +223,7 @@ class greedy_planner {
   /// not yet sent by the matcher.
   double lp_due(std::size_t c) const {
     const std::size_t row = guide_->owner[c] * guide_->links + cur_link_;
-    const std::int32_t k = std::min(guide_->K - 1, cur_e_ + guide_->lookahead);
+    const std::int32_t k = std::min(guide_->K - 1, (cur_e_ + guide_->lookahead) / std::max(1, guide_->epoch_scale));
     if (k < 0) return -sent_[row];
     return guide_->cum[row * static_cast<std::size_t>(guide_->K) + static_cast<std::size_t>(k)] - sent_[row];
   }

@@ -30,6 +30,7 @@ struct greedy_guide {
   std::vector<std::size_t> owner;  ///< per demand chunk: its owner row
   std::vector<double> cum;         ///< [(owner * links + l) * K + k]
   std::int32_t lookahead = 0;
+  std::int32_t epoch_scale = 1;  ///< network epochs per LP epoch (the LP may run on coarser epochs)
   bool lp_first = true;  ///< LP preference before rarity (else rarity, then the LP)
   unsigned seed = 0;
 };

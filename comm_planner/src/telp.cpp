@@ -16,11 +16,13 @@
 #include <doppler/runtime/error.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
 #include <map>
+#include <optional>
 #include <random>
 
 #ifdef DOPPLER_HAVE_COIN
@@ -349,8 +351,10 @@ std::pair<std::int32_t, std::int32_t> item_key(const item& i) {
                 : std::pair{unreachable_epochs, 0};
 }
 
-/// List-schedules the items in order; `lp_start`: no hop earlier than the LP's first hop epoch.
-std::vector<send> list_schedule(const network& net, const demand& d, const std::vector<item>& items, bool lp_start) {
+/// List-schedules the items in order; `lp_start`: no hop earlier than the LP's first hop epoch
+/// (LP epochs are `scale` epochs of the network: the LP may run on coarser epochs).
+std::vector<send> list_schedule(const network& net, const demand& d, const std::vector<item>& items, bool lp_start,
+                                std::int32_t scale = 1) {
   const std::size_t D = net.device_count();
   slot_table slots(net);
   std::vector<send> sends;
@@ -362,7 +366,7 @@ std::vector<send> list_schedule(const network& net, const demand& d, const std::
     std::int32_t ready = 0;
     if (it.path) {
       for (auto [l, k] : it.path->hops) path.push_back(l);
-      if (lp_start && !it.path->hops.empty()) ready = it.path->hops.front().second;
+      if (lp_start && !it.path->hops.empty()) ready = it.path->hops.front().second * scale;
     } else {
       path = device_path(net, d.chunks[it.chunk].source, it.dst);
     }
@@ -396,24 +400,34 @@ greedy_guide make_guide(const network& net, const demand& d, const commodities& 
   return g;
 }
 
-}  // namespace
 
-method_result plan_telp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb) {
+/// The whole telp pipeline with the LP on epochs of `scale` × τ (1: τ itself), within `seconds`.
+method_result telp_at_scale(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
+                            const commodities& cm, std::int32_t scale, double estimate, double seconds) {
   const auto t0 = std::chrono::steady_clock::now();
   auto left = [&] {
-    return opt.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   method_result r;
-  try {
-    const commodities cm = group(net, d);
+  {
+    std::optional<network> coarse;
+    lower_bound coarse_lb;
+    if (scale > 1) {
+      coarse.emplace(net.topology(), d.chunk_bytes, epoch_mode::given, net.tau() * scale, opt.removed_links);
+      if (coarse->links().size() != net.links().size())
+        throw error(errc::internal, "telp: the coarse network has other links than the network");
+      coarse_lb = compute_lower_bound(*coarse, d);
+    }
+    const network& ln = coarse ? *coarse : net;  // the network the LP is solved on
+    const lower_bound& llb = coarse ? coarse_lb : lb;
     // The direct (unicast, no copy) schedule is a solution of the LP: its epochs cap the search.
-    const std::int32_t cap_k = std::max<std::int32_t>(1, make_schedule(net, d, "direct", plan_direct(net, d).sends).epochs);
-    std::int32_t K = std::clamp<std::int32_t>(lb.epochs, 1, cap_k);
+    const std::int32_t cap_k = std::max<std::int32_t>(1, make_schedule(ln, d, "direct", plan_direct(ln, d).sends).epochs);
+    std::int32_t K = std::clamp<std::int32_t>(llb.epochs, 1, cap_k);
     std::int32_t infeasible_below = K - 1;  // the largest K proved infeasible (or below the bound)
     te_lp best;
     std::string log;
     auto try_k = [&](std::int32_t k) {
-      te_lp x = solve_te_lp(net, cm, k, left(), opt.switch_copy);
+      te_lp x = solve_te_lp(ln, cm, k, left(), opt.switch_copy);
       log += " K=" + std::to_string(k) + ":" +
              (x.state == te_lp::status::optimal ? "feasible" : x.state == te_lp::status::infeasible ? "infeasible" : "stopped") +
              "(" + std::to_string(x.columns) + " cols)";
@@ -452,7 +466,7 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
     for (std::size_t s = 0; s < cm.sources.size(); ++s) {
       double total = 0;
       for (double x : cm.need[s]) total += x;
-      paths[s] = decompose(net, best, s, cm.sources[s], total);
+      paths[s] = decompose(ln, best, s, cm.sources[s], total);
       for (const te_path& p : paths[s]) by_pair[{cm.sources[s], p.dst}].push_back(&p);
     }
     for (auto& [key, ps] : by_pair)
@@ -495,7 +509,7 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
         }
       }
       for (bool timed : {false, true}) {
-        std::vector<send> s = list_schedule(net, d, items, timed);
+        std::vector<send> s = list_schedule(net, d, items, timed, scale);
         const std::int32_t e = make_schedule(net, d, "telp", s).epochs;
         if (e < e_best) {
           e_best = e;
@@ -512,6 +526,7 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
     const char* guided_env = std::getenv("DOPPLER_TELP_GUIDED");  // "off": paths only; N: N seeded runs (experiments)
     if (!guided_env || std::string(guided_env) != "off") {
       greedy_guide g = make_guide(net, d, cm, best);
+      g.epoch_scale = scale;
       const unsigned seeded = guided_env ? static_cast<unsigned>(std::atoi(guided_env)) : 24;
       auto attempt = [&](bool lp_first, std::int32_t look, unsigned seed) {
         g.lp_first = lp_first;
@@ -544,7 +559,7 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
     // CBC settles each horizon quickly; its integer solution forms per-chunk trees by construction.
     std::string support_log;
     const char* support_env = std::getenv("DOPPLER_TELP_SUPPORT_MILP");  // "off": skip (experiments)
-    if (e_best > lb.epochs && (!support_env || std::string(support_env) != "off")) {
+    if (e_best > lb.epochs && scale == 1 && (!support_env || std::string(support_env) != "off")) {
       const std::size_t L = net.links().size(), KK = static_cast<std::size_t>(best.K) + 1, C = d.chunks.size();
       const std::vector<device_index>& owners = cm.copy ? cm.owners : cm.sources;
       const std::vector<int>& col = cm.copy ? best.u : best.f;
@@ -594,15 +609,67 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
     if (opt.max_epochs > 0 && e_best > opt.max_epochs)
       throw error(errc::infeasible, "telp: the rounded schedule takes " + std::to_string(e_best) +
                                         " epochs, more than --max-epochs " + std::to_string(opt.max_epochs) + ":" + log);
-    r.note = "telp: time-expanded LP" + log + "; LP horizon " + std::to_string(best.K) + " epochs (" +
+    r.note = "telp: time-expanded LP" +
+             (scale > 1 ? " on epochs of " + std::to_string(scale) + "τ (coarse, then list-scheduled on τ; ~" +
+                              std::to_string(static_cast<long long>(estimate)) + " flow columns at τ)"
+                        : std::string()) +
+             log + "; LP horizon " + std::to_string(best.K) + " epochs (" +
              std::to_string(best.columns) + " columns, " + std::to_string(best.rows) + " rows); rounded " +
              how + " (" + std::to_string(e_best) + " epochs; " + std::to_string(guided_runs) + " guided runs)" +
              (support_log.empty() ? "" : "; LP-support MILP" + support_log) +
              (leftovers ? "; " + std::to_string(leftovers) + " (chunk, destination) pairs on cluster routes" : "");
+  }
+  return r;
+}
+
+}  // namespace
+
+method_result plan_telp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto left = [&] {
+    return opt.time_limit - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  try {
+    const commodities cm = group(net, d);
+    // Large instances: the LP on coarser epochs (power-of-two multiples of τ, so link capacities
+    // per coarse epoch stay whole multiples of the fine ones: a 4τ-per-chunk NIC carries 2 chunks
+    // per 8τ, none wasted), its paths and priorities list-scheduled and matched on τ. The finest
+    // scale brings the flow columns under the budget; up to 8× coarser ones are tried first (cheap,
+    // and their paths are often as good: NDv2 2×8 alltoall meets the bound from 16τ), as long as the
+    // coarse horizon keeps ≥ 8 epochs; the bound met or the time spent ends it.
+    const double estimate = static_cast<double>(cm.sources.size()) * static_cast<double>(net.links().size()) *
+                            static_cast<double>(std::max<std::int32_t>(1, lb.epochs));
+    const char* coarse_env = std::getenv("DOPPLER_TELP_COARSE");  // "off": never coarsen (experiments)
+    std::vector<std::int32_t> scales{1};
+    if (estimate > opt.telp_column_budget && !(coarse_env && std::string(coarse_env) == "off")) {
+      const auto finest = static_cast<std::int32_t>(
+          std::bit_ceil(static_cast<std::uint32_t>(std::ceil(estimate / opt.telp_column_budget))));
+      scales.clear();
+      for (std::int32_t sc = finest * 8; sc > finest; sc /= 2)
+        if (lb.epochs / sc >= 8) scales.push_back(sc);
+      scales.push_back(finest);
+    }
+    if (const char* e = std::getenv("DOPPLER_TELP_SCALE")) scales = {std::max(1, std::atoi(e))};  // experiments
+    method_result best;
+    std::int32_t best_epochs = unreachable_epochs;
+    std::string tried;
+    for (std::size_t i = 0; i < scales.size() && (i == 0 || left() > 0.5); ++i) {
+      // Each coarse LP gets the time left, except that finer ones after the first keep half back.
+      const double budget = i + 1 < scales.size() && i > 0 ? left() * 0.5 : left();
+      method_result m = telp_at_scale(net, d, opt, lb, cm, scales[i], estimate, budget);
+      const std::int32_t e = make_schedule(net, d, "telp", m.sends).epochs;
+      if (scales.size() > 1) tried += (tried.empty() ? "" : ", ") + std::to_string(scales[i]) + "τ: " + std::to_string(e);
+      if (e < best_epochs) {
+        best_epochs = e;
+        best = std::move(m);
+      }
+      if (best_epochs <= lb.epochs) break;
+    }
+    if (scales.size() > 1) best.note += "; coarse epochs tried (epochs on τ): " + tried;
+    return best;
   } catch (const CoinError& e) {
     throw error(errc::internal, "CLP failed in " + e.className() + "::" + e.methodName() + ": " + e.message());
   }
-  return r;
 }
 
 #endif

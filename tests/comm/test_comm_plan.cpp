@@ -247,6 +247,25 @@ TEST_CASE("telp on multicast: tree-aware rounding reaches the MILP's optimum on 
   CHECK_MESSAGE(t.sched.note.find("LP") != std::string::npos, t.sched.note);
 }
 
+TEST_CASE("telp on coarse epochs: a large LP is solved on a multiple of τ and refined on τ") {
+  if (!have_solvers()) return;
+  // DGX-1 alltoall, 4 chunks per pair: ~5.6k flow columns at τ (sources × links × 22 bound epochs).
+  // A budget of 5,000 columns makes the LP run on epochs of 2τ (the coarser 4τ.. would leave fewer
+  // than 8 epochs); its paths and priorities list-scheduled on τ meet the quantized bound, 22 epochs,
+  // as the LP on τ does (direct routes take 25). plan() validated the schedule.
+  cluster c = make_preset("dgx1-v100");
+  demand d = make_collective(c, collective::alltoall, 1 << 20, 4);
+  plan_options o;
+  o.with_method("telp").with_time_limit(20);
+  o.telp_column_budget = 5000;
+  plan_result r = plan(c, d, o), direct = run(c, d, "direct");
+  CHECK_MESSAGE(r.sched.note.find("epochs of 2τ (coarse") != std::string::npos, r.sched.note);
+  CHECK(r.bound.epochs == 22);
+  CHECK(direct.sched.epochs == 25);
+  CHECK(r.sched.epochs == 22);
+  CHECK(r.sched.epoch_seconds == doctest::Approx(network(c, d.chunk_bytes).tau()));
+}
+
 TEST_CASE("milp honours its time limit and still returns a valid schedule") {
   if (!have_solvers()) return;
   cluster c = make_preset("dgx1-v100");

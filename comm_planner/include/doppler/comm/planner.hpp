@@ -35,6 +35,10 @@ struct plan_options {
   /// milp: a known schedule of this demand handed to CBC as a MIP start (re-planning's warm start).
   const std::vector<send>* hint_sends = nullptr;
   std::size_t milp_binary_limit = 15000;  ///< auto: above this many binaries use astar/lp/greedy
+  /// telp: above this many flow columns (sources × links × bound epochs) the LP is solved on
+  /// coarser epochs (power-of-two multiples of τ that bring it under the budget, up to 8× coarser
+  /// tried first) and its paths list-scheduled on τ.
+  double telp_column_budget = 200000;
 
   plan_options& with_method(std::string m) { method = std::move(m); return *this; }
   plan_options& with_tau(epoch_mode m, double t = 0) { tau_mode = m; tau = t; return *this; }
