@@ -48,6 +48,14 @@ void ndv2_allgather(benchmark::State& st, const std::string& method) {
   plan_bench(st, c, d, method);
 }
 
+/// NDv2 2-chassis alltoall, 1 GB output at fast τ (TE-CCL's case): telp (its LP on coarse epochs,
+/// refined on τ) vs the fluid lp and greedy.
+void ndv2_alltoall(benchmark::State& st, const std::string& method) {
+  static const cluster c = make_preset("ndv2-2");
+  demand d = make_collective(c, collective::alltoall, 62.5e6, 1);
+  plan_bench(st, c, d, method, 200);
+}
+
 /// Allgather on h100-pod:N (8N GPUs), greedy; N = 128 is the 1,024-GPU case.
 void greedy_pod(benchmark::State& st) {
   cluster c = make_h100_pod(static_cast<int>(st.range(0)));
@@ -154,6 +162,9 @@ BENCHMARK_CAPTURE(dgx1_allgather, telp, std::string("telp"))->Arg(1)->Arg(2)->Ar
 BENCHMARK_CAPTURE(ndv2_allgather, greedy, std::string("greedy"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(ndv2_allgather, lp, std::string("lp"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(ndv2_allgather, ring, std::string("ring"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(ndv2_alltoall, telp, std::string("telp"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(ndv2_alltoall, lp, std::string("lp"))->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(ndv2_alltoall, greedy, std::string("greedy"))->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(greedy_pod)->Arg(16)->Arg(64)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(validate_pod)->Arg(16)->Arg(128)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(bound_ndv2)->Unit(benchmark::kMillisecond);
