@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <string>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 
@@ -631,22 +632,26 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
   };
   try {
     const commodities cm = group(net, d);
-    // Large instances: the LP on coarser epochs (power-of-two multiples of τ, so link capacities
-    // per coarse epoch stay whole multiples of the fine ones: a 4τ-per-chunk NIC carries 2 chunks
-    // per 8τ, none wasted), its paths and priorities list-scheduled and matched on τ. The finest
-    // scale brings the flow columns under the budget; up to 8× coarser ones are tried first (cheap,
-    // and their paths are often as good: NDv2 2×8 alltoall meets the bound from 16τ), as long as the
-    // coarse horizon keeps ≥ 8 epochs; the bound met or the time spent ends it.
+    // Large instances: the LP on coarser epochs, multiples of τ that keep every link's capacity per
+    // coarse epoch a whole multiple of its fine one — base × 2^j, base the least common multiple of
+    // the links' windows (NDv2's 12.5 GB/s NIC takes 4τ per 62.5 MB chunk: base 4; DGX-2's 10τ: base
+    // 10; a 6τ epoch would waste a third of NDv2's NIC) — its paths and priorities list-scheduled
+    // and matched on τ. The finest scale brings the flow columns under the budget; up to 8× coarser
+    // ones go first (cheap, and their paths are often as good: NDv2 2×8 alltoall meets the bound
+    // from 16τ) while the coarse horizon keeps ≥ 16 epochs; the bound met or the time spent ends it.
     const double estimate = static_cast<double>(cm.sources.size()) * static_cast<double>(net.links().size()) *
                             static_cast<double>(std::max<std::int32_t>(1, lb.epochs));
     const char* coarse_env = std::getenv("DOPPLER_TELP_COARSE");  // "off": never coarsen (experiments)
     std::vector<std::int32_t> scales{1};
     if (estimate > opt.telp_column_budget && !(coarse_env && std::string(coarse_env) == "off")) {
-      const auto finest = static_cast<std::int32_t>(
-          std::bit_ceil(static_cast<std::uint32_t>(std::ceil(estimate / opt.telp_column_budget))));
+      std::int32_t base = 1;
+      for (const te_link& t : net.links()) base = std::lcm(base, std::max(1, t.window));
+      if (base > 64) base = 1;  // windows without a small common multiple: powers of two
+      std::int32_t finest = base;
+      while (estimate / finest > opt.telp_column_budget) finest *= 2;
       scales.clear();
       for (std::int32_t sc = finest * 8; sc > finest; sc /= 2)
-        if (lb.epochs / sc >= 8) scales.push_back(sc);
+        if (lb.epochs / sc >= 16) scales.push_back(sc);
       scales.push_back(finest);
     }
     if (const char* e = std::getenv("DOPPLER_TELP_SCALE")) scales = {std::max(1, std::atoi(e))};  // experiments
