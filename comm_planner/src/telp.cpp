@@ -589,7 +589,8 @@ method_result telp_at_scale(const network& net, const demand& d, const plan_opti
         w.allowed = &allowed;
         plan_options o = opt;
         o.first_feasible = true;  // any schedule at K_try beats the rounding
-        window_result wr = solve_window(net, d, o, w, std::max(0.2, left() * 0.5));
+        // Most of the time left: the first horizon (the LP's) is the one most likely to pay.
+        window_result wr = solve_window(net, d, o, w, std::max(0.2, left() * 0.9));
         support_log += " K=" + std::to_string(K_try) + ":" +
                        (wr.state == window_result::status::solved       ? "feasible"
                         : wr.state == window_result::status::infeasible ? "infeasible"
