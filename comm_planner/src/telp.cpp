@@ -560,7 +560,7 @@ method_result telp_at_scale(const network& net, const demand& d, const plan_opti
     // CBC settles each horizon quickly; its integer solution forms per-chunk trees by construction.
     std::string support_log;
     const char* support_env = std::getenv("DOPPLER_TELP_SUPPORT_MILP");  // "off": skip (experiments)
-    if (e_best > lb.epochs && scale == 1 && (!support_env || std::string(support_env) != "off")) {
+    if (e_best > lb.epochs && scale == 1 && opt.telp_support_milp && (!support_env || std::string(support_env) != "off")) {
       const std::size_t L = net.links().size(), KK = static_cast<std::size_t>(best.K) + 1, C = d.chunks.size();
       const std::vector<device_index>& owners = cm.copy ? cm.owners : cm.sources;
       const std::vector<int>& col = cm.copy ? best.u : best.f;

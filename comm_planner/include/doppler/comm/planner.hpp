@@ -39,6 +39,8 @@ struct plan_options {
   /// coarser epochs (power-of-two multiples of τ that bring it under the budget, up to 8× coarser
   /// tried first) and its paths list-scheduled on τ.
   double telp_column_budget = 200000;
+  /// telp: when its rounding is above the bound, try the MILP restricted to the LP's support.
+  bool telp_support_milp = true;
 
   plan_options& with_method(std::string m) { method = std::move(m); return *this; }
   plan_options& with_tau(epoch_mode m, double t = 0) { tau_mode = m; tau = t; return *this; }
