@@ -16,7 +16,6 @@
 #include <doppler/runtime/error.hpp>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
