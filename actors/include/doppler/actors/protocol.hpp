@@ -73,6 +73,7 @@ struct plan_text {
   std::uint64_t seed = 0;
   bool record_trace = true;
   std::int64_t timeout_ms = 0;
+  bool device_release = true;        ///< run_plan::device_release
 };
 
 /// A tensor carried by a message. Local sends share the buffer read-only (the receiver copies it into
@@ -318,7 +319,7 @@ typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plan_text& x) {
   return f(caf::meta::type_name("plan_text"), x.run, x.graph_json, x.cluster_json, x.device, x.order,
-           x.devices, x.mode, x.keep, x.seed, x.record_trace, x.timeout_ms);
+           x.devices, x.mode, x.keep, x.seed, x.record_trace, x.timeout_ms, x.device_release);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
