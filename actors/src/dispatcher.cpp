@@ -1,4 +1,5 @@
-// The dispatcher of one run (protocol.hpp): dependency counters, transfers, the bsp barrier, faults.
+// The dispatcher of one run (protocol.hpp): entries, completions, the bsp barrier and (without device
+// release) dependency counters and transfer orders, faults.
 
 #include <doppler/actors/dispatcher.hpp>
 #include <doppler/runtime/graph_algos.hpp>
