@@ -27,6 +27,13 @@ std::int64_t now_ns() {
 
 std::uint64_t held_bytes(const tensor& t) { return t.numel() * sizeof(float); }
 
+/// An empty tensor that lives as long as the process (never freed), referenced by a shared_ptr that
+/// owns nothing (the aliasing constructor with an empty owner): its copies are plain pointer copies.
+std::shared_ptr<const tensor> immortal_empty() {
+  static const tensor* const t = new tensor();
+  return std::shared_ptr<const tensor>(std::shared_ptr<const tensor>(), t);
+}
+
 /// Completions of the worker threads, handed to the device actor in batches: a worker appends its
 /// kernel_done and rings the doorbell (one kernel_done_msg with op = doorbell_op) only when the box was
 /// empty, so under load one message carries every kernel that finished meanwhile.
@@ -69,10 +76,17 @@ struct device_state {
     std::vector<op_index> ops;
     std::vector<tensor_ref> values;
   };
-  std::vector<outbox> outgoing;  // per destination device: the tensors of one send order
-  /// This device's empty tensor: the output of no-op kernels (one per device, so that devices on
-  /// different threads do not share its reference count).
-  std::shared_ptr<const tensor> empty = std::make_shared<const tensor>();
+  std::vector<outbox> outgoing;  // per destination device: tensors not yet sent
+  std::size_t outgoing_n = 0;    // entries in `outgoing`
+  /// Device release (run_plan::device_release, wc): this device counts, for each of its own ops, the
+  /// producers whose output is not yet in its buffers, and runs the op when that reaches 0.
+  bool self_release = false;
+  std::vector<std::uint32_t> pending;  // pending[op] for ops placed here
+  /// Inline backends: ops ready to run, a min-heap on (rank, op) — the placement's priority.
+  std::vector<std::pair<std::uint32_t, op_index>> ready;
+  /// The output of no-op kernels: one immortal empty tensor held without a control block, so that
+  /// copying it (every no-op output, on every device thread) touches no reference count.
+  std::shared_ptr<const tensor> empty = immortal_empty();
   /// Planned transfers arriving here (as a destination or a relay): this device's copy of the tensor,
   /// filled chunk by chunk, and how many chunks are in.
   struct incoming {
@@ -108,6 +122,12 @@ struct device_state {
     refs.shrink_to_fit();
     bytes = 0;
     if (streams) streams->drop_queued();
+    self_release = false;
+    pending.clear();
+    pending.shrink_to_fit();
+    ready.clear();
+    for (auto& o : outgoing) o = {};
+    outgoing_n = 0;
     done.clear();
     arrived.clear();
     receiving.clear();
@@ -117,12 +137,40 @@ struct device_state {
 
 using device_pointer = device_actor::stateful_pointer<device_state>;
 
-/// Output of a kernel that finished: keep it while local consumers or transfers need it.
+void make_ready(device_pointer self, op_index i);
+bool ship(device_pointer self, op_index i);
+
+/// Device release: op i's output is now in this device's buffers (computed here or copied from a
+/// peer); every op of this device waiting for it counts one producer less, and runs at 0.
+void release_successors(device_pointer self, op_index i) {
+  auto& st = self->state;
+  const auto& plan = *st.plan;
+  for (op_index s : plan.g->succs(i))
+    if (plan.device_of(s) == st.opt.index && st.pending[s] > 0 && --st.pending[s] == 0) make_ready(self, s);
+}
+
+/// Output of a kernel that finished: keep it while local consumers or transfers need it. With device
+/// release the output also goes to the consuming devices and releases the local consumers.
 void on_kernel_done(device_pointer self, op_index i, std::int64_t start, std::int64_t end,
                     std::shared_ptr<const tensor> out) {
   auto& st = self->state;
   if (out) st.store(i, std::move(out), st.plan->uses_home[i]);
   st.done.push_back(op_done_msg{st.run, i, st.opt.index, start, end});
+  if (st.self_release && ship(self, i)) release_successors(self, i);
+}
+
+/// Sends the buffered outgoing tensors, one `tensor` message per destination device, once the
+/// mailbox is drained or many are waiting (or at once with `force`).
+void flush_out(device_pointer self, bool force) {
+  auto& st = self->state;
+  if (st.outgoing_n == 0 || (!force && st.outgoing_n < 64 && !self->mailbox().empty())) return;
+  for (device_index d = 0; d < st.outgoing.size(); ++d) {
+    auto& o = st.outgoing[d];
+    if (o.ops.empty()) continue;
+    self->send(st.plan->devices[d], tensor_atom::value, st.run, st.opt.index, std::move(o.ops), std::move(o.values));
+    o = {};
+  }
+  st.outgoing_n = 0;
 }
 
 /// Reports the batched completions once the mailbox is drained (or the batch is large).
@@ -206,6 +254,7 @@ void copy_done(device_pointer self, copy_done_msg m) {
   std::uint64_t bytes = m.copy.ptr ? held_bytes(*m.copy.ptr) : 0;
   if (m.copy.ptr) st.store(m.op, std::move(m.copy.ptr), st.plan->consumers_on(m.op, st.opt.index));
   st.arrived.push_back(transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
+  if (st.self_release) release_successors(self, m.op);
 }
 
 /// Elements [first, last) of chunk k of a tensor of n elements cut into `chunks` pieces.
@@ -235,8 +284,88 @@ void chunk_copied(device_pointer self, const chunk_copied_msg& m) {
     std::uint64_t bytes = held_bytes(*in.copy);
     st.store(m.op, std::move(in.copy), st.plan->consumers_on(m.op, st.opt.index));
     st.arrived.push_back(transfer_done_msg{m.run, m.op, tp.source, st.opt.index, in.start_ns, m.end_ns, bytes});
+    st.receiving.erase(it);
+    if (st.self_release) release_successors(self, m.op);
+    return;
   }
   st.receiving.erase(it);
+}
+
+/// Starts the planned transfer of op i's output (held here): the legs that leave the source.
+bool start_relay(device_pointer self, op_index i) {
+  auto& st = self->state;
+  const transfer_plan* tp = st.plan->planned(i);
+  if (!st.buf[i] || !tp) {
+    self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index,
+                                            "planned transfer of an output this device does not hold"});
+    return false;
+  }
+  for (std::uint32_t k = 0; k < tp->legs.size(); ++k)
+    if (tp->legs[k].after < 0) send_leg(self, i, k, st.buf[i]);
+  for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(i);
+  return true;
+}
+
+/// Device release: op i just finished here; its output goes to every other device that consumes it
+/// (buffered per destination, see flush_out; or along its planned transfer). False when it cannot.
+bool ship(device_pointer self, op_index i) {
+  auto& st = self->state;
+  const auto& plan = *st.plan;
+  const auto dests = plan.remote_dests(i);
+  if (dests.empty()) return true;
+  if (plan.planned(i)) return start_relay(self, i);
+  if (!st.buf[i]) {
+    self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, "output to send is not in the device's buffers"});
+    return false;
+  }
+  for (device_index d : dests) {
+    st.outgoing[d].ops.push_back(i);
+    st.outgoing[d].values.push_back(tensor_ref{st.buf[i]});
+    ++st.outgoing_n;
+    st.release_use(i);
+  }
+  return true;
+}
+
+/// An op is ready: inline backends queue it on the device's ready heap (run_ready runs it), the
+/// others hand it to the worker pool (ordered by rank there).
+void make_ready(device_pointer self, op_index i) {
+  auto& st = self->state;
+  if (st.opt.kernels->runs_inline()) {
+    st.ready.emplace_back(st.plan->rank[i], i);
+    std::push_heap(st.ready.begin(), st.ready.end(), std::greater<>{});
+    return;
+  }
+  std::int64_t clock = 0;
+  launch(self, i, clock);
+}
+
+/// Inline backends: runs the ready ops, highest priority first, including the ones they release;
+/// outgoing tensors leave every 64 ops (when the mailbox is drained or many are waiting).
+void run_ready(device_pointer self) {
+  auto& st = self->state;
+  std::int64_t clock = 0;
+  std::uint32_t since = 0;
+  while (!st.ready.empty() && st.active) {
+    std::pop_heap(st.ready.begin(), st.ready.end(), std::greater<>{});
+    op_index i = st.ready.back().second;
+    st.ready.pop_back();
+    launch(self, i, clock);
+    if (++since == 64) {
+      since = 0;
+      flush_out(self, false);
+      flush_done(self);
+    }
+  }
+}
+
+/// The end of every handler that may have completed, received or released something.
+void settle(device_pointer self) {
+  auto& st = self->state;
+  if (!st.active) return;
+  if (!st.ready.empty()) run_ready(self);
+  flush_out(self, false);
+  flush_done(self);
 }
 
 /// Takes the plan of a new run: fresh buffers, the sender is the run's dispatcher.
@@ -246,6 +375,14 @@ void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
   st.run = plan->run;
   st.buf.resize(plan->size());
   st.refs.assign(plan->size(), 0);
+  st.outgoing.resize(plan->devices.size());
+  st.self_release = plan->released_by_devices();
+  if (st.self_release) {
+    const auto& g = *plan->g;
+    st.pending.assign(plan->size(), 0);
+    for (op_index i = 0; i < plan->size(); ++i)
+      if (plan->device_of(i) == st.opt.index) st.pending[i] = static_cast<std::uint32_t>(g.preds(i).size());
+  }
   st.plan = std::move(plan);
   st.active = true;
   st.dispatcher = caf::actor_cast<dispatcher_actor>(self->current_sender());
@@ -291,38 +428,39 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& st = self->state;
         if (!st.active || run != st.run) return;
         // The ready queue is the worker pool's, ordered by the placement's priority; `streams`
-        // workers take from it. (Inline backends run the batch in priority order now.)
-        const auto& rank = st.plan->rank;
-        if (ops.size() > 1)
-          std::sort(ops.begin(), ops.end(), [&](op_index a, op_index b) { return rank[a] < rank[b]; });
-        std::int64_t clock = 0;
-        for (op_index i : ops) launch(self, i, clock);
-        flush_done(self);
+        // workers take from it. (Inline backends run the batch — and, with device release, what it
+        // releases — in priority order now.)
+        if (st.opt.kernels->runs_inline()) {
+          for (op_index i : ops) make_ready(self, i);
+        } else {
+          const auto& rank = st.plan->rank;
+          if (ops.size() > 1)
+            std::sort(ops.begin(), ops.end(), [&](op_index a, op_index b) { return rank[a] < rank[b]; });
+          std::int64_t clock = 0;
+          for (op_index i : ops) launch(self, i, clock);
+        }
+        settle(self);
       },
       [=](send_atom, std::uint64_t run, const std::vector<op_index>& ops, const std::vector<device_index>& dsts) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
         // One `tensor` message per destination device with every output of this order going there.
         auto& out = st.outgoing;
-        out.resize(st.plan->devices.size());
         for (std::size_t k = 0; k < ops.size() && k < dsts.size(); ++k) {
           op_index i = ops[k];
           if (!st.buf[i] || dsts[k] >= out.size()) {
             for (auto& o : out) o = {};
+            st.outgoing_n = 0;
             self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
                                                     "output to send is not in the device's buffers"});
             return;
           }
           out[dsts[k]].ops.push_back(i);
           out[dsts[k]].values.push_back(tensor_ref{st.buf[i]});
+          ++st.outgoing_n;
           st.release_use(i);
         }
-        for (device_index d = 0; d < out.size(); ++d) {
-          if (out[d].ops.empty()) continue;
-          self->send(st.plan->devices[d], tensor_atom::value, run, st.opt.index, std::move(out[d].ops),
-                     std::move(out[d].values));
-          out[d] = {};
-        }
+        flush_out(self, true);
         flush_done(self);
       },
       [=](tensor_atom, std::uint64_t run, device_index src, std::vector<op_index>& ops, std::vector<tensor_ref>& ts) {
@@ -351,22 +489,13 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
             caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
           });
         }
-        flush_done(self);
+        settle(self);
       },
       [=](relay_atom, std::uint64_t run, const std::vector<op_index>& ops) {
         auto& st = self->state;
         if (!st.active || run != st.run) return;
-        for (op_index i : ops) {
-          const transfer_plan* tp = st.plan->planned(i);
-          if (!st.buf[i] || !tp) {
-            self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
-                                                    "planned transfer of an output this device does not hold"});
-            return;
-          }
-          for (std::uint32_t k = 0; k < tp->legs.size(); ++k)
-            if (tp->legs[k].after < 0) send_leg(self, i, k, st.buf[i]);
-          for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(i);
-        }
+        for (op_index i : ops)
+          if (!start_relay(self, i)) return;
         flush_done(self);
       },
       [=](chunk_atom, std::uint64_t run, op_index i, std::uint32_t leg, tensor_ref& from) {
@@ -384,7 +513,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         if (st.opt.kernels->runs_inline()) {  // null backend: nothing worth a copy thread
           std::copy(from.ptr->data() + first, from.ptr->data() + last, in.copy->data() + first);
           chunk_copied(self, chunk_copied_msg{run, i, leg, start, now_ns()});
-          return flush_done(self);
+          return settle(self);
         }
         device_actor me = self;
         const transfer_leg& l = tp->legs[leg];
@@ -407,20 +536,20 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& st = self->state;
         if (!st.active || m.run != st.run) return;
         chunk_copied(self, m);
-        flush_done(self);
+        settle(self);
       },
       [=](kernel_done_msg& m) {
         auto& st = self->state;
         if (m.op != doorbell_op) {  // a single completion sent directly
           if (!st.active || m.run != st.run) return;
           on_kernel_done(self, m.op, m.start_ns, m.end_ns, std::move(m.out.ptr));
-          return flush_done(self);
+          return settle(self);
         }
         st.box->take(st.taken);  // every completion since the doorbell rang (older runs' dropped)
         for (auto& k : st.taken)
           if (st.active && k.run == st.run) on_kernel_done(self, k.op, k.start_ns, k.end_ns, std::move(k.out.ptr));
         st.taken.clear();
-        flush_done(self);
+        settle(self);
       },
       [=](op_failed_msg& m) {
         auto& st = self->state;
@@ -432,12 +561,13 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& st = self->state;
         if (!st.active || m.run != st.run) return;
         copy_done(self, std::move(m));
-        flush_done(self);
+        settle(self);
       },
       [=](collect_atom, std::uint64_t run) {
         auto& st = self->state;
         std::vector<op_output> outs;
         if (!st.active || run != st.run) return outs;
+        flush_out(self, true);
         flush_done(self);
         for (op_index i = 0; i < st.buf.size(); ++i)
           if (st.buf[i] && st.keeps(i)) outs.push_back(op_output{i, tensor_ref{st.buf[i]}});
@@ -450,7 +580,10 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
           st.clear();
       },
       [=](bytes_atom) {
-        if (self->state.active) flush_done(self);  // a query must not hold back completions
+        if (self->state.active) {  // a query must not hold back completions
+          flush_out(self, true);
+          flush_done(self);
+        }
         return self->state.bytes;
       },
   };

@@ -1,10 +1,12 @@
-// The dispatcher of one run (protocol.hpp): dependency counters, transfers, the bsp barrier, faults.
+// The dispatcher of one run (protocol.hpp): entries, completions, the bsp barrier and (without device
+// release) dependency counters and transfer orders, faults.
 
 #include <doppler/actors/dispatcher.hpp>
 #include <doppler/runtime/graph_algos.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace doppler::actors {
 namespace {
@@ -23,7 +25,10 @@ struct dispatcher_state {
   run_report report;
   std::vector<std::uint32_t> remaining;  // inputs not yet on the op's device
   std::vector<op_state> state;
-  std::size_t ops_done = 0, transfers_open = 0;
+  std::size_t ops_done = 0;
+  /// Transfers announced by op_done and not yet reported done. Signed: with device release a
+  /// destination's transfer_done may overtake its source's op_done.
+  std::int64_t transfers_open = 0;
   std::int64_t t0 = 0;
   bool finished = false;
   // per-device op intervals (busy time = their union)
@@ -86,6 +91,34 @@ void fail_run(dispatcher_pointer self, const std::string& why) {
   finish(self);
 }
 
+/// The op to name when device d (or, with d = none, any device) fails or the run times out: the
+/// highest-priority op that was released and is not done — with dispatcher release one it dispatched;
+/// with device release (the dispatcher does not see releases) one whose producers all reported done.
+/// nullopt: none.
+constexpr device_index any_device = UINT32_MAX;
+std::optional<op_index> running_op(const dispatcher_state& st, device_index d) {
+  const auto& p = *st.plan;
+  const bool devices_release = p.released_by_devices();
+  op_index victim = 0;
+  std::uint32_t best = UINT32_MAX;
+  for (op_index i = 0; i < p.size(); ++i) {
+    if (d != any_device && p.device_of(i) != d) continue;
+    if (p.rank[i] >= best) continue;
+    bool released = st.state[i] == op_state::dispatched;
+    if (devices_release && st.state[i] == op_state::waiting) {
+      released = true;
+      for (op_index q : p.g->preds(i))
+        if (st.state[q] != op_state::done) {
+          released = false;
+          break;
+        }
+    }
+    if (released) best = p.rank[i], victim = i;
+  }
+  if (best == UINT32_MAX) return std::nullopt;
+  return victim;
+}
+
 void dispatch(dispatcher_pointer self, op_index i) {
   auto& st = self->state;
   st.state[i] = op_state::dispatched;
@@ -142,7 +175,7 @@ void collect_and_finish(dispatcher_pointer self) {
   r.busy.assign(c.device_count(), 0.0);
   for (std::size_t d = 0; d < st.intervals.size(); ++d) {
     auto& iv = st.intervals[d];
-    std::sort(iv.begin(), iv.end());
+    if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());  // inline ops come in order
     double cover = 0, lo = 0, hi = -1;
     for (auto [a, b] : iv) {
       if (a > hi) {
@@ -198,20 +231,28 @@ void op_done(dispatcher_pointer self, const op_done_msg& m) {
   st.intervals[m.device].emplace_back(a, b);
   if (p.record_trace)
     st.report.events.push_back(trace_event{trace_event::kind::op, i, m.device, 0, a, b});
-  for (op_index s : p.g->succs(i))
-    if (p.device_of(s) == m.device) input_arrived(self, s);
+  const bool devices_release = p.released_by_devices();
+  if (!devices_release)
+    for (op_index s : p.g->succs(i))
+      if (p.device_of(s) == m.device) input_arrived(self, s);
   if (const transfer_plan* tp = p.planned(i)) {
     // One relay starts the whole planned transfer; each destination reports when it has every chunk.
     // The links carry what the plan says: every hop one chunk.
     const auto dests = p.remote_dests(i);
-    st.transfers_open += dests.size();
+    st.transfers_open += static_cast<std::int64_t>(dests.size());
     if (p.mode == exec_mode::bsp) st.outstanding += dests.size();
-    st.to_relay[m.device].push_back(i);
-    ++st.buffered;
+    if (!devices_release) {  // with device release the source starts it itself
+      st.to_relay[m.device].push_back(i);
+      ++st.buffered;
+    }
     const double chunk = (*p.g)[i].bytes / tp->chunks;
     for (const auto& h : tp->hops) st.report.link_bytes[h.link] += chunk;
     st.report.bytes_moved += static_cast<std::uint64_t>(chunk * static_cast<double>(tp->legs.size()));
     if (p.mode == exec_mode::bsp) --st.outstanding;
+    return maybe_done(self);
+  }
+  if (devices_release) {  // the source sends its output to these devices itself
+    st.transfers_open += static_cast<std::int64_t>(p.remote_dests(i).size());
     return maybe_done(self);
   }
   for (device_index dst : p.remote_dests(i)) {
@@ -242,8 +283,9 @@ void transfer_done(dispatcher_pointer self, const transfer_done_msg& m) {
   if (p.record_trace)
     st.report.events.push_back(trace_event{trace_event::kind::transfer, m.op,
                                            rt.links.empty() ? 0u : rt.links.front(), m.dst, a, b});
-  for (op_index s : p.g->succs(m.op))
-    if (p.device_of(s) == m.dst) input_arrived(self, s);
+  if (!p.released_by_devices())
+    for (op_index s : p.g->succs(m.op))
+      if (p.device_of(s) == m.dst) input_arrived(self, s);
   if (p.mode == exec_mode::bsp) --st.outstanding;
   maybe_done(self);
 }
@@ -258,17 +300,13 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
     const auto& p = *st.plan;
     for (device_index d = 0; d < p.devices.size(); ++d) {
       if (p.devices[d].address() != dm.source) continue;
-      // Name the op the device was running (the first dispatched, not done, by priority).
-      op_index victim = 0;
-      std::uint32_t best = UINT32_MAX;
-      for (op_index i = 0; i < p.size(); ++i)
-        if (p.device_of(i) == d && st.state[i] == op_state::dispatched && p.rank[i] < best)
-          best = p.rank[i], victim = i;
+      // Name the op the device was running (the first released, not done, by priority).
+      auto victim = running_op(st, d);
       bool remote = d < p.where.size() && !p.where[d].empty();
       bool lost = remote && dm.reason == caf::exit_reason::remote_link_unreachable;
       std::string why = lost ? "connection lost (" + self->system().render(dm.reason) + ")"
                                : "device actor died (" + self->system().render(dm.reason) + ")";
-      if (best == UINT32_MAX) {
+      if (!victim) {
         st.report.ok = false;
         st.report.failed_device = d;
         st.report.failed_op = 0;
@@ -276,7 +314,7 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         finish(self);
         return;
       }
-      return fail(self, victim, d, why);
+      return fail(self, *victim, d, why);
     }
   });
   return {
@@ -288,7 +326,8 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         std::size_t n = g.size();
         st.remaining.resize(n);
         st.state.assign(n, op_state::waiting);
-        for (op_index i = 0; i < n; ++i) st.remaining[i] = static_cast<std::uint32_t>(g.preds(i).size());
+        if (!p.released_by_devices())  // with device release the devices count
+          for (op_index i = 0; i < n; ++i) st.remaining[i] = static_cast<std::uint32_t>(g.preds(i).size());
         st.intervals.assign(p.c->device_count(), {});
         {  // one interval per op: no reallocation on the per-op path
           std::vector<std::size_t> per_device(p.c->device_count(), 0);
@@ -332,8 +371,10 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
                       for (op_index i = 0; i < lv.size(); ++i) s.level_ops[fill[lv[i]]++] = i;
                       release_level(self);
                     } else {
+                      // the entries; with device release the devices take it from there
+                      const auto& gr = *s.plan->g;
                       for (op_index i = 0; i < s.plan->size(); ++i)
-                        if (s.remaining[i] == 0) dispatch(self, i);
+                        if (gr.preds(i).empty()) dispatch(self, i);
                     }
                     s.buffered = std::max<std::size_t>(s.buffered, 64);  // send now
                     flush(self);
@@ -371,17 +412,14 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         auto& st = self->state;
         if (st.finished || run != st.plan->run) return;
         const auto& p = *st.plan;
-        op_index victim = 0;
-        std::uint32_t best = UINT32_MAX;
-        for (op_index i = 0; i < p.size(); ++i)
-          if (st.state[i] == op_state::dispatched && p.rank[i] < best) best = p.rank[i], victim = i;
+        auto victim = running_op(st, any_device);
         auto ms = std::to_string(p.timeout.count());
-        if (best == UINT32_MAX) {
+        if (!victim) {
           st.report.ok = false;
           st.report.failure = "run timed out after " + ms + " ms waiting on transfers";
           return finish(self);
         }
-        fail(self, victim, p.device_of(victim), "run timed out after " + ms + " ms with this op unfinished");
+        fail(self, *victim, p.device_of(*victim), "run timed out after " + ms + " ms with this op unfinished");
       },
   };
 }

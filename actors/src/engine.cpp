@@ -39,6 +39,9 @@ struct engine::impl {
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
   std::optional<actors::comm_planner_actor> planner;  // transfers = planned
   std::vector<actors::learner_actor> learners;         // spawn_learner: stopped with the engine
+  /// The last run's plan (guarded by mutex): a run of the same graph and placement copies its tables
+  /// instead of checking and computing them again (declared after sys: released before it).
+  std::shared_ptr<const actors::run_plan> last_plan;
 
   impl(cluster cl, engine_options o)
       : opt(std::move(o)),
@@ -215,7 +218,17 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     plan->keep = opt.keep;
     plan->record_trace = opt.trace;
     plan->timeout = opt.timeout.value_or(impl_->opt.timeout);
-    actors::finish_plan(*plan);
+    std::shared_ptr<const actors::run_plan> previous;
+    {
+      std::lock_guard lock(impl_->mutex);
+      previous = impl_->last_plan;
+    }
+    actors::finish_plan(*plan, previous.get());
+    previous.reset();
+    {
+      std::lock_guard lock(impl_->mutex);
+      impl_->last_plan = plan;
+    }
     impl_->plan_transfers(*plan);
     result.planned_tensors = static_cast<std::size_t>(std::count_if(
         plan->transfer_plans.begin(), plan->transfer_plans.end(), [](const auto& tp) { return tp != nullptr; }));

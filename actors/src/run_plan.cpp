@@ -19,8 +19,20 @@ std::uint32_t run_plan::consumers_on(op_index i, device_index d) const noexcept 
   return n;
 }
 
-void finish_plan(run_plan& plan) {
+void finish_plan(run_plan& plan, const run_plan* previous) {
   if (!plan.g || !plan.c) throw error(errc::bad_argument, "run plan without graph or cluster");
+  if (previous && previous != &plan && previous->g == plan.g && previous->c == plan.c &&
+      plan.devices.size() == plan.c->device_count() &&
+      previous->rank.size() == plan.g->size() && previous->p.device == plan.p.device &&
+      previous->p.order == plan.p.order) {  // checked and tabulated already
+    plan.rank = previous->rank;
+    plan.remote_off = previous->remote_off;
+    plan.remote_dest = previous->remote_dest;
+    plan.in_off = previous->in_off;
+    plan.in_op = previous->in_op;
+    plan.uses_home = previous->uses_home;
+    return;
+  }
   check_placement(plan.p, *plan.g, *plan.c);
   if (plan.devices.size() != plan.c->device_count())
     throw error(errc::bad_argument, "run plan: " + std::to_string(plan.devices.size()) +
@@ -68,6 +80,7 @@ plan_text to_text(const run_plan& plan) {
   t.seed = plan.seed;
   t.record_trace = plan.record_trace;
   t.timeout_ms = plan.timeout.count();
+  t.device_release = plan.device_release;
   return t;
 }
 
@@ -84,6 +97,7 @@ std::shared_ptr<run_plan> from_text(const plan_text& t) {
   plan->seed = t.seed;
   plan->record_trace = t.record_trace;
   plan->timeout = std::chrono::milliseconds(t.timeout_ms);
+  plan->device_release = t.device_release;
   finish_plan(*plan);
   return plan;
 }

@@ -1,6 +1,7 @@
 // The dispatcher's conversation, stepped deterministically by CAF's test coordinator (one message at
-// a time, simulated clock): the exact message sequence of a 3-op graph across two devices, the same
-// graph on real device actors (null backend), and the timeout firing on the simulated clock.
+// a time, simulated clock): the exact message sequence of a 3-op graph across two devices (dispatcher
+// release, then device release), the same graph on real device actors (null backend), and the
+// timeout firing on the simulated clock.
 //
 //   x [4,4] (dev0) ──▶ y = silu(x) (dev1) ──▶ z = add(x, y) (dev0)
 #include <doppler/actors/device.hpp>
@@ -41,8 +42,9 @@ graph three_ops() {
   return std::move(b).build();
 }
 
-std::shared_ptr<run_plan> make_plan(std::vector<device_actor> devs) {
+std::shared_ptr<run_plan> make_plan(std::vector<device_actor> devs, bool device_release = true) {
   auto plan = std::make_shared<run_plan>();
+  plan->device_release = device_release;
   plan->run = 7;
   plan->g = std::make_shared<const graph>(three_ops());
   plan->c = std::make_shared<const cluster>(make_preset("cpu:2"));
@@ -98,15 +100,90 @@ device_actor::behavior_type fake_device(device_actor::pointer self, device_index
   };
 }
 
+/// What a device playing device release keeps of its run.
+struct releasing_run {
+  std::shared_ptr<const run_plan> plan;
+  dispatcher_actor dispatcher;
+  std::vector<std::uint32_t> pending;  // producers not yet here, per op of this device
+};
+
+/// Runs op i at once (no time), as a real device with device release does: report it, send the output
+/// to every other device that consumes it, run the local consumers it releases.
+void releasing_run_op(device_actor::pointer self, device_index me, const log_t& log, releasing_run& r, op_index i) {
+  const auto& p = *r.plan;
+  const auto& g = *p.g;
+  auto name = "dev" + std::to_string(me) + " ";
+  log->push_back(name + "run " + g[i].id);
+  self->send(r.dispatcher, std::vector<op_done_msg>{op_done_msg{p.run, i, me, 0, 0}});
+  for (device_index d : p.remote_dests(i)) {
+    log->push_back(name + "tensor " + g[i].id + " to dev" + std::to_string(d));
+    self->send(p.devices[d], tensor_atom::value, p.run, me, std::vector<op_index>{i}, std::vector<tensor_ref>{tensor_ref{}});
+  }
+  for (op_index s : g.succs(i))
+    if (p.device_of(s) == me && --r.pending[s] == 0) releasing_run_op(self, me, log, r, s);
+}
+
+/// A device that logs what it is told and plays device release with kernels and copies of no time.
+device_actor::behavior_type releasing_device(device_actor::pointer self, device_index me, log_t log) {
+  auto r = std::make_shared<releasing_run>();
+  auto name = "dev" + std::to_string(me) + " ";
+  return {
+      [=](begin_atom, const plan_ref& ref) {
+        log->push_back(name + "begin");
+        r->plan = ref.ptr;
+        r->dispatcher = caf::actor_cast<dispatcher_actor>(self->current_sender());
+        r->pending.assign(ref.ptr->size(), 0);
+        for (op_index i = 0; i < ref.ptr->size(); ++i)
+          if (ref.ptr->device_of(i) == me) r->pending[i] = static_cast<std::uint32_t>(ref.ptr->g->preds(i).size());
+        return caf::ok_atom::value;
+      },
+      [=](begin_atom, const plan_text&) { return caf::ok_atom::value; },
+      [=](execute_atom, std::uint64_t, std::vector<op_index>& ops) {
+        for (op_index i : ops) {
+          log->push_back(name + "execute " + (*r->plan->g)[i].id);
+          releasing_run_op(self, me, log, *r, i);
+        }
+      },
+      [=](send_atom, std::uint64_t, const std::vector<op_index>& ops, const std::vector<device_index>&) {
+        for (op_index i : ops) log->push_back(name + "send " + (*r->plan->g)[i].id);  // must not happen
+      },
+      [=](tensor_atom, std::uint64_t run, device_index src, std::vector<op_index>& ops, std::vector<tensor_ref>&) {
+        const auto& p = *r->plan;
+        std::vector<transfer_done_msg> done;
+        for (op_index i : ops) {
+          log->push_back(name + "got " + (*p.g)[i].id);
+          done.push_back(transfer_done_msg{run, i, src, me, 0, 0, 64});
+        }
+        self->send(r->dispatcher, std::move(done));
+        for (op_index i : ops)
+          for (op_index s : p.g->succs(i))
+            if (p.device_of(s) == me && --r->pending[s] == 0) releasing_run_op(self, me, log, *r, s);
+      },
+      [=](relay_atom, std::uint64_t, const std::vector<op_index>&) {},
+      [=](chunk_atom, std::uint64_t, op_index, std::uint32_t, tensor_ref&) {}, [=](chunk_copied_msg&) {},
+      [=](kernel_done_msg&) {}, [=](op_failed_msg&) {}, [=](copy_done_msg&) {},
+      [=](collect_atom, std::uint64_t) {
+        log->push_back(name + "collect");
+        return std::vector<op_output>{};
+      },
+      [=](end_atom, std::uint64_t) {
+        log->push_back(name + "end");
+        r->plan.reset();
+        r->dispatcher = nullptr;
+      },
+      [=](bytes_atom) { return std::uint64_t{0}; },
+  };
+}
+
 }  // namespace
 
-TEST_CASE("the message sequence of a 3-op graph over two devices") {
+TEST_CASE("the message sequence of a 3-op graph over two devices (dispatcher release)") {
   fixture f;
   auto log = std::make_shared<std::vector<std::string>>();
   auto g = std::make_shared<const graph>(three_ops());
   std::vector<device_actor> devs{f.sys->spawn(fake_device, device_index{0}, log, g.get()),
                                  f.sys->spawn(fake_device, device_index{1}, log, g.get())};
-  auto plan = make_plan(devs);
+  auto plan = make_plan(devs, false);
   auto disp = spawn_dispatcher(*f.sys, plan);
   caf::scoped_actor self{*f.sys, true};
   self->send(disp, run_atom::value);
@@ -129,6 +206,39 @@ TEST_CASE("the message sequence of a 3-op graph over two devices") {
   f.sched->run();
 }
 
+TEST_CASE("the message sequence of a 3-op graph over two devices (device release, wc)") {
+  fixture f;
+  auto log = std::make_shared<std::vector<std::string>>();
+  std::vector<device_actor> devs{f.sys->spawn(releasing_device, device_index{0}, log),
+                                 f.sys->spawn(releasing_device, device_index{1}, log)};
+  auto plan = make_plan(devs);
+  REQUIRE(plan->released_by_devices());
+  auto disp = spawn_dispatcher(*f.sys, plan);
+  caf::scoped_actor self{*f.sys, true};
+  self->send(disp, run_atom::value);
+  f.sched->run();
+  run_report rep;
+  self->receive([&](run_report& r) { rep = std::move(r); });
+  CHECK(rep.ok);
+  CHECK(rep.transfers == 2);
+  CHECK(rep.bytes_moved == 128);
+  std::size_t ops = 0;
+  for (auto& ev : rep.events) ops += ev.what == trace_event::kind::op ? 1 : 0;
+  CHECK(ops == 3);
+  std::vector<std::string> want{
+      "dev0 begin", "dev1 begin",
+      "dev0 execute x",              // the dispatcher starts the only entry; nothing else comes from it
+      "dev0 run x",
+      "dev0 tensor x to dev1",       // dev0 sends x to y's device itself; z (dev0) has it locally
+      "dev1 got x", "dev1 run y",    // dev1 counted y's one producer
+      "dev1 tensor y to dev0",
+      "dev0 got y", "dev0 run z",    // z's second producer arrived
+      "dev0 collect", "dev1 collect", "dev0 end", "dev1 end"};
+  CHECK(*log == want);
+  for (auto& d : devs) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  f.sched->run();
+}
+
 TEST_CASE("real device actors (null backend) under the test coordinator") {
   fixture f;
   std::vector<device_actor> devs;
@@ -139,10 +249,14 @@ TEST_CASE("real device actors (null backend) under the test coordinator") {
     devs.push_back(spawn_device(*f.sys, o));
   }
   auto plan = make_plan(devs);
-  for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
+  std::uint64_t run = 10;
+  for (auto [mode, device_release] : {std::pair{exec_mode::wc, true}, std::pair{exec_mode::wc, false},
+                                      std::pair{exec_mode::bsp, true}}) {
+    CAPTURE(device_release);
     auto pl = std::make_shared<run_plan>(*plan);
     pl->mode = mode;
-    pl->run = mode == exec_mode::wc ? 11 : 12;
+    pl->device_release = device_release;
+    pl->run = ++run;
     auto disp = spawn_dispatcher(*f.sys, pl);
     caf::scoped_actor self{*f.sys, true};
     self->send(disp, run_atom::value);

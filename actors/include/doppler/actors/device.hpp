@@ -1,7 +1,9 @@
 #pragma once
 /// The device actor: owns one device's buffers and a backend, keeps a ready queue ordered by the
 /// placement's priority, runs up to `streams` ops at once on its own worker threads (never on a CAF
-/// scheduler thread), copies received tensors on its copy thread, and reports measured times.
+/// scheduler thread), copies received tensors on its copy thread, and reports measured times. With
+/// device release (wc) it also counts its own ops' inputs, runs each op once they are all in its
+/// buffers, and sends finished outputs to the devices that consume them.
 
 #include <doppler/actors/backend.hpp>
 #include <doppler/actors/protocol.hpp>

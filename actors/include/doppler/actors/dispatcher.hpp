@@ -1,6 +1,7 @@
 #pragma once
-/// The dispatcher of one run: dependency counters, transfers, the `bsp` barrier, the timeout, and a
-/// monitor on every device. `run` is answered with a report — ok, or a failure naming op and device.
+/// The dispatcher of one run: the entries, the completions, the `bsp` barrier (and, without device
+/// release, the dependency counters and transfer orders), the timeout, and a monitor on every device.
+/// `run` is answered with a report — ok, or a failure naming op and device.
 
 #include <doppler/actors/protocol.hpp>
 #include <doppler/actors/run_plan.hpp>

@@ -2,6 +2,8 @@
 /// The whole conversation of one graph run, in one place (STYLE habit 3).
 ///
 ///   engine ──run──▶ dispatcher ──begin / execute / send / collect / end──▶ device (one per device)
+///   (with device release, wc: execute only for the entries, no send / relay; devices send each other
+///   finished outputs as tensor messages and release their own ops)
 ///   (execute, send, op_done and transfer_done carry batches: what piled up while the sender's mailbox
 ///   was busy; an idle sender sends at once; a device sends one tensor message per send order and
 ///   destination)
@@ -9,12 +11,21 @@
 ///                       └──────── op_done / transfer_done / op_failed ───────┘  │ tensor (peer copy)
 ///                                                                  worker threads ──kernel/copy done──┘
 ///
-/// - The dispatcher owns one run: dependency counters, the transfers consumers need, the barrier of
-///   `bsp` mode, the per-run timeout, and a monitor on every device (a device that dies ends the run).
+/// - The dispatcher owns one run: the begin handshake, the per-run timeout, a monitor on every device
+///   (a device that dies ends the run), the completions (trace, busy time, the run's end), and in
+///   `bsp` mode the barrier with its dependency counters.
 /// - A device owns its buffers and a backend. `execute(op)` means "every input of op is in your
 ///   buffers": the op joins a ready queue ordered by the placement's priority and runs on one of the
 ///   device's `streams` worker threads (never on a CAF scheduler thread). `send(op, dst)` hands the
 ///   output of op to the device dst, which copies it into its own buffer on its copy thread.
+/// - Device release (`wc`, run_plan::device_release, the default): each device holds the dependency
+///   counters of its own ops. The dispatcher sends `execute` for the entries only; a device runs an
+///   op when its last producer's output is in its buffers (computed there, or arrived by `tensor`),
+///   and when an op finishes it sends the output to every other consuming device itself (`tensor`,
+///   batched per destination; or the planned transfer's legs) — no `send` or `relay` from the
+///   dispatcher. op_done / transfer_done still go to the dispatcher, batched. With device_release =
+///   false (and always in `bsp`), the dispatcher holds the counters and sends every `execute`,
+///   `send` and `relay` itself.
 /// - Planned transfers (`transfers = planned`): for an op whose output has a `transfer_plan` in the run
 ///   plan, the dispatcher sends `relay(op)` to its device instead of `send`; chunks then travel device
 ///   to device along the plan's legs (`chunk`), each receiver copying the chunk into its own buffer on
@@ -73,6 +84,7 @@ struct plan_text {
   std::uint64_t seed = 0;
   bool record_trace = true;
   std::int64_t timeout_ms = 0;
+  bool device_release = true;        ///< run_plan::device_release
 };
 
 /// A tensor carried by a message. Local sends share the buffer read-only (the receiver copies it into
@@ -318,7 +330,7 @@ typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plan_text& x) {
   return f(caf::meta::type_name("plan_text"), x.run, x.graph_json, x.cluster_json, x.device, x.order,
-           x.devices, x.mode, x.keep, x.seed, x.record_trace, x.timeout_ms);
+           x.devices, x.mode, x.keep, x.seed, x.record_trace, x.timeout_ms, x.device_release);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {

@@ -30,6 +30,11 @@ struct run_plan {
   keep_outputs keep = keep_outputs::exits;
   bool record_trace = true;
   std::chrono::milliseconds timeout{60000}; ///< the run fails when it is not done by then
+  /// wc only: each device holds the dependency counters of its own ops, runs an op the moment its last
+  /// input is in its buffers and sends outputs to the consuming devices itself; the dispatcher only
+  /// starts the entries and counts completions. false: the dispatcher releases every op (`execute`)
+  /// and orders every transfer (`send` / `relay`), as bsp always does.
+  bool device_release = true;
 
   std::vector<std::uint32_t> rank;          ///< rank[op]: position in the priority order (lower first)
   /// remote_dest[off[op] .. off[op+1]): distinct devices ≠ p.device[op] that consume op's output.
@@ -59,6 +64,8 @@ struct run_plan {
   /// Distinct consumers of op i placed on device d.
   std::uint32_t consumers_on(op_index i, device_index d) const noexcept;
   bool is_exit(op_index i) const noexcept { return g->succs(i).empty(); }
+  /// Devices release their own ops (wc with device_release).
+  bool released_by_devices() const noexcept { return mode == exec_mode::wc && device_release; }
   /// The plan for op's output, or nullptr (direct copies).
   const transfer_plan* planned(op_index i) const noexcept {
     return transfer_plans.empty() ? nullptr : transfer_plans[i].get();
@@ -66,8 +73,10 @@ struct run_plan {
 };
 
 /// Builds the tables of a plan whose graph, cluster, placement and devices are set (checks the
-/// placement; throws `doppler::error` naming the op when it is invalid).
-void finish_plan(run_plan& plan);
+/// placement; throws `doppler::error` naming the op when it is invalid). With `previous`, a finished
+/// plan of the same graph, cluster and placement (the same objects and equal placement vectors: a
+/// repeated run), its tables are copied instead of computed.
+void finish_plan(run_plan& plan, const run_plan* previous = nullptr);
 
 /// The plan as data for a device in another process (graph and cluster as JSON text).
 plan_text to_text(const run_plan& plan);
