@@ -34,7 +34,7 @@ TEST_CASE("policy kinds parse and print") {
   CHECK(parse_policy_kind("dual") == policy_kind::dual);
   CHECK(parse_policy_kind("joint") == policy_kind::joint);
   CHECK(policy_kind_name(policy_kind::joint) == "joint");
-  CHECK_THROWS_AS(parse_policy_kind("placeto"), error);
+  CHECK_THROWS_AS(parse_policy_kind("placet"), error);
 }
 
 TEST_CASE("joint: only ready ops on valid devices; complete episodes; log-probs match the batched form") {
