@@ -111,7 +111,7 @@ TEST_CASE("placeto / gdp: ops in topological order, only valid devices, complete
   }
 }
 
-TEST_CASE("placeto / gdp never pick a device without room; no room anywhere is infeasible") {
+TEST_CASE("placeto / gdp never pick a device without room, no room anywhere is infeasible") {
   cluster c("tight", {{"g0", device_kind::gpu, 1e10, 1e15, "h"}, {"g1", device_kind::gpu, 1e10, 1, "h"}}, {},
             {{"g0", "g1", 1e10, 0, true}});
   cluster none("none", {{"g0", device_kind::gpu, 1e10, 1, "h"}, {"g1", device_kind::gpu, 1e10, 1, "h"}}, {},
@@ -135,8 +135,8 @@ TEST_CASE("placeto / gdp never pick a device without room; no room anywhere is i
   }
 }
 
-TEST_CASE("placeto / gdp: imitation raises agreement; checkpoint round trip; the doppler-<kind> placer") {
-  graph g = paper("ffnn_192nodes.txt");
+TEST_CASE("placeto / gdp: imitation raises agreement, checkpoint round trip, the doppler-<kind> placer") {
+  graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;
   problem pb(g, c, cm);
