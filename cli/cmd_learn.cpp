@@ -100,7 +100,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--hidden", o->p.hidden, "Encoder dims (paper: 128)")->capture_default_str();
   cmd->add_option("--steps", o->p.steps, "Message-passing steps (paper: 6)")->capture_default_str();
   cmd->add_option("--policy-kind", o->kind,
-                  "dual (DOPPLER's SEL + PLC) or joint (single-policy ablation: one network scores (op, device) pairs)")
+                  "dual (DOPPLER's SEL + PLC), joint (single-policy ablation: one network scores (op, device) pairs), "
+                  "placeto (Placeto-like: re-places ops in topological order, GNN re-run per step) or gdp "
+                  "(GDP-like: GraphSAGE + attention, all ops' devices in one pass)")
       ->capture_default_str();
   cmd->add_option("--init", o->init, "Start from this checkpoint (resume or fine-tune) instead of new weights");
   cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();

@@ -104,8 +104,9 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     const auto& s = j["policy"];
     r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind"});
     if (s.contains("kind")) {
-      if (!s["kind"].is_string() || (s["kind"] != "dual" && s["kind"] != "joint"))
-        r.fail(errc::bad_value, "policy.kind", "must be \"dual\" or \"joint\"");
+      if (!s["kind"].is_string() || (s["kind"] != "dual" && s["kind"] != "joint" && s["kind"] != "placeto" &&
+                                     s["kind"] != "gdp"))
+        r.fail(errc::bad_value, "policy.kind", "must be \"dual\", \"joint\", \"placeto\" or \"gdp\"");
       p.kind = parse_policy_kind(s["kind"].get<std::string>());
     }
     r.integer(s, "policy", "hidden", p.hidden, 1);

@@ -8,7 +8,8 @@ namespace {
 class doppler_placer final : public placer {
  public:
   explicit doppler_placer(policy pol)
-      : pol_(std::move(pol)), name_(pol_.options().kind == policy_kind::joint ? "doppler-joint" : "doppler") {}
+      : pol_(std::move(pol)),
+        name_(pol_.options().kind == policy_kind::dual ? "doppler" : "doppler-" + policy_kind_name(pol_.options().kind)) {}
   std::string_view name() const noexcept override { return name_; }
   placement place(const graph& g, const cluster& c, const cost_model& cm, const placer_options& opt) override {
     problem pb(g, c, cm, opt.respect_memory);

@@ -24,7 +24,8 @@ torch::Tensor sparse(const std::vector<std::int64_t>& r, const std::vector<std::
   return torch::sparse_coo_tensor(idx, val, {rows, cols}).coalesce();
 }
 
-/// Masked log-softmax along dim 1 with 0 where masked, and the entropy per row.
+}  // namespace
+
 std::pair<torch::Tensor, torch::Tensor> masked_log_softmax(const torch::Tensor& logits,
                                                            const torch::Tensor& mask) {
   auto lp = torch::log_softmax(logits.masked_fill(mask.logical_not(), -INFINITY), 1);
@@ -32,8 +33,6 @@ std::pair<torch::Tensor, torch::Tensor> masked_log_softmax(const torch::Tensor& 
   auto ent = -(safe.exp().masked_fill(mask.logical_not(), 0.0) * safe).sum(1);
   return {safe, ent};
 }
-
-}  // namespace
 
 graph_tensors make_graph_tensors(const graph_features& f) {
   graph_tensors gt;
@@ -75,6 +74,7 @@ graph_tensors make_graph_tensors(const graph_features& f) {
   gt.src = long_tensor(src);
   gt.edge_type = long_tensor(sorted_type);
   gt.agg = sparse(dst, eidx, w, n, e);
+  gt.nbr_mean = sparse(dst, src, w, n, n);  // coalesce sums parallel messages
   // Pointer jumping: jump 0 is the next op on the path (the sentinel n after its end).
   gt.path_scale = 1.0f / static_cast<float>(f.max_path_ops);
   auto jumps = [&](const std::vector<std::uint32_t>& next) {
@@ -159,6 +159,10 @@ episode_tensors make_episode_tensors(const episode& ep, std::size_t n_ops, std::
 
 net_impl::net_impl(const policy_options& o) : opt(o) {
   const int h = o.hidden, p = o.proj, m = o.mlp;
+  if (is_baseline(o.kind)) {
+    baseline = register_module("baseline", baseline_net(o));
+    return;
+  }
   in = register_module("input_proj", torch::nn::Linear(node_feature_count, h));
   edge1 = register_module("edge1", torch::nn::Linear(edge_feature_count, 32));
   edge2 = register_module("edge2", torch::nn::Linear(32, h * h));

@@ -17,6 +17,8 @@
 
 #include <torch/torch.h>
 
+#include <span>
+
 namespace doppler::learner::detail {
 
 /// A problem's static tensors.
@@ -34,6 +36,7 @@ struct graph_tensors {
   /// steps further along v's longest path down (to an exit) / up (from an entry).
   std::vector<torch::Tensor> down_jump, up_jump;
   float path_scale = 1;     ///< 1 / max_path_ops
+  torch::Tensor nbr_mean;   ///< sparse [N, N]: mean over bidirectional neighbours (the baselines' SAGE)
 };
 graph_tensors make_graph_tensors(const graph_features& f);
 
@@ -70,6 +73,52 @@ struct step_terms {
   torch::Tensor sel_ent, plc_ent;  ///< [T]
 };
 
+/// Masked log-softmax along dim 1 with 0 where masked, and the entropy per row.
+std::pair<torch::Tensor, torch::Tensor> masked_log_softmax(const torch::Tensor& logits, const torch::Tensor& mask);
+
+/// Placeto's per-step state for steps [t0, t1) of an episode visiting `order` (baseline_net.cpp):
+/// every op's current device (visited ops: their new device, others the initial round-robin one)
+/// and its [visited, is current] flags.
+struct placeto_state {
+  torch::Tensor dev;    ///< [N, S] long
+  torch::Tensor flags;  ///< [N, S, 2]
+  torch::Tensor ops;    ///< [S] long: the visited op of each step
+};
+/// The initial placement of a Placeto episode: op v on device v mod n_dev.
+inline std::size_t placeto_initial_device(std::size_t v, std::size_t n_dev) { return v % n_dev; }
+placeto_state make_placeto_state(std::span<const op_index> order, std::span<const device_index> device,
+                                 std::size_t n_dev, std::size_t t0, std::size_t t1);
+
+/// The Placeto-like and GDP-like baselines' network (baseline_net.cpp):
+///   h0 = relu(W_in x_v (+ E_in[current device of v], placeto)); gdp's x_v ends with position features,
+///   K GraphSAGE layers h = relu(W_self h + W_nbr mean_{u ~ v} h_u) over the bidirectional graph;
+///   gdp:     h = LayerNorm(h + W_o softmax(Q Kᵀ / √H) V) (one self-attention layer over all ops),
+///            r = relu(W_h h), logit(v, d) = (r_v − mean_u r_u) · E_out[d] / √m   (all ops, one pass)
+///   placeto: x_v = [static features, visited, is current], re-run at every step;
+///            logit(v_t, d) = w · relu(W_h h_v + W_g mean_u h_u + W_p Σ_{u on d} h_u / N + E_out[d]) + c
+/// GDP's input columns after the static features: sin/cos of the op index at 4 frequencies.
+inline constexpr int gdp_position_features = 8;
+
+struct baseline_net_impl : torch::nn::Module {
+  explicit baseline_net_impl(const policy_options& o);
+  /// gdp: device logits of every op [N, D].
+  torch::Tensor gdp_logits(const graph_tensors& gt, std::size_t n_dev);
+  /// placeto: device logits of the visited op of each step in `st` [S, D].
+  torch::Tensor placeto_logits(const graph_tensors& gt, const placeto_state& st, std::size_t n_dev);
+
+  policy_options opt;
+  torch::nn::Linear in{nullptr};
+  torch::nn::Embedding dev_in{nullptr}, dev_out{nullptr};
+  std::vector<torch::nn::Linear> sage_self, sage_nbr;
+  torch::nn::Linear att_q{nullptr}, att_k{nullptr}, att_v{nullptr}, att_o{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::Linear w_h{nullptr}, w_g{nullptr}, w_p{nullptr}, out{nullptr};
+
+ private:
+  torch::Tensor sage(const graph_tensors& gt, torch::Tensor h);
+};
+TORCH_MODULE_IMPL(baseline_net, baseline_net_impl);
+
 struct net_impl : torch::nn::Module {
   explicit net_impl(const policy_options& o);
 
@@ -90,6 +139,8 @@ struct net_impl : torch::nn::Module {
   torch::nn::Linear sel_proj{nullptr}, sel1{nullptr}, sel2{nullptr};
   torch::nn::Linear plc_dev{nullptr}, plc_op{nullptr}, plc_w_dev{nullptr}, plc_w_op{nullptr},
       plc_w_sum{nullptr}, plc_out{nullptr};
+  /// placeto / gdp only (then none of the modules above exist).
+  baseline_net baseline{nullptr};
 };
 TORCH_MODULE_IMPL(net, net_impl);
 

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <unordered_map>
@@ -25,12 +27,19 @@ std::vector<float> to_vector(const torch::Tensor& t) {
 
 }  // namespace
 
-std::string policy_kind_name(policy_kind k) { return k == policy_kind::joint ? "joint" : "dual"; }
+std::string policy_kind_name(policy_kind k) {
+  switch (k) {
+    case policy_kind::joint: return "joint";
+    case policy_kind::placeto: return "placeto";
+    case policy_kind::gdp: return "gdp";
+    default: return "dual";
+  }
+}
 
 policy_kind parse_policy_kind(const std::string& name) {
-  if (name == "dual") return policy_kind::dual;
-  if (name == "joint") return policy_kind::joint;
-  throw error(errc::bad_argument, "learner: unknown policy kind '" + name + "' (dual, joint)");
+  for (auto k : {policy_kind::dual, policy_kind::joint, policy_kind::placeto, policy_kind::gdp})
+    if (name == policy_kind_name(k)) return k;
+  throw error(errc::bad_argument, "learner: unknown policy kind '" + name + "' (dual, joint, placeto, gdp)");
 }
 
 problem::problem(const graph& g, const cluster& c, const cost_model& cm, bool respect_memory)
@@ -43,6 +52,7 @@ struct rollout_cache {
   std::vector<float> sel, op_part, sum_part;          // [N], [N×m], [N×m]
   std::vector<float> dev_w, dev_b, w_dev, out_w;      // [p×F], [p], [m×p], [m]
   float out_b = 0;
+  std::vector<float> gdp;                             // gdp: device logits [N×D]
 };
 
 struct policy::impl {
@@ -70,8 +80,13 @@ struct policy::impl {
       return cached(pb);
     }
     torch::NoGradGuard ng;
-    auto e = model->encode(tensors(pb), pb.g().size());
     c.version = version;
+    if (is_baseline(opt.kind)) {
+      c.sel.assign(1, 0.0f);  // marks the entry filled
+      if (opt.kind == policy_kind::gdp) c.gdp = to_vector(model->baseline->gdp_logits(tensors(pb), pb.c().device_count()));
+      return c;
+    }
+    auto e = model->encode(tensors(pb), pb.g().size());
     c.sel = to_vector(e.sel_logits);
     c.op_part = to_vector(e.op_part);
     c.sum_part = to_vector(e.sum_part);
@@ -81,6 +96,53 @@ struct policy::impl {
     c.out_w = to_vector(model->plc_out->weight);
     c.out_b = model->plc_out->bias.item<float>();
     return c;
+  }
+
+  /// The loss of steps [t0, t1) of episode i, given log π over devices [S, D] (0 where masked), the
+  /// entropy per step [S] and the episode's tensors.
+  using baseline_loss = std::function<torch::Tensor(std::size_t i, const torch::Tensor& lp,
+                                                    const torch::Tensor& ent, const detail::episode_tensors& et,
+                                                    std::int64_t t0, std::int64_t t1)>;
+
+  /// placeto / gdp: Σ over episodes and steps of `loss_of`, divided by each episode's steps and by
+  /// the episodes. With `train`, one optimizer step (placeto: backward per chunk of steps, so memory
+  /// stays O(chunk × N × H) whatever the graph). Returns the loss value.
+  double baseline_pass(const problem& pb, std::span<const episode> eps, const baseline_loss& loss_of, bool train) {
+    const auto& gt = tensors(pb);
+    const std::size_t n = pb.g().size(), n_dev = pb.c().device_count();
+    auto& net = model->baseline;
+    if (train) adam->zero_grad();
+    std::optional<torch::NoGradGuard> ng;
+    if (!train) ng.emplace();
+    const bool placeto = opt.kind == policy_kind::placeto;
+    torch::Tensor all = placeto ? torch::Tensor() : net->gdp_logits(gt, n_dev);
+    torch::Tensor acc = torch::zeros({});
+    double value = 0;
+    const auto chunk = static_cast<std::int64_t>(std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)));
+    for (std::size_t i = 0; i < eps.size(); ++i) {
+      const auto& ep = eps[i];
+      const auto t = static_cast<std::int64_t>(ep.steps());
+      auto et = detail::make_episode_tensors(ep, n, n_dev);
+      const double scale = 1.0 / (static_cast<double>(std::max<std::int64_t>(t, 1)) * static_cast<double>(eps.size()));
+      for (std::int64_t t0 = 0; t0 < t; t0 += placeto ? chunk : t) {
+        const std::int64_t t1 = placeto ? std::min(t, t0 + chunk) : t;
+        auto logits = placeto ? net->placeto_logits(gt, detail::make_placeto_state(ep.result.order, ep.result.device,
+                                                                                    n_dev, t0, t1), n_dev)
+                              : all.index_select(0, et.ops.slice(0, t0, t1));
+        auto [lp, ent] = detail::masked_log_softmax(logits / ep.temperature, et.dev_valid.slice(0, t0, t1));
+        auto l = loss_of(i, lp, ent, et, t0, t1) * scale;
+        value += l.item<double>();
+        if (train && placeto) l.backward();
+        else acc = acc + l;
+      }
+    }
+    if (train) {
+      if (!placeto) acc.backward();
+      torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+      adam->step();
+      ++version;
+    }
+    return value;
   }
 
   void step(torch::Tensor loss) {
@@ -237,6 +299,7 @@ void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, 
 
 episode policy::rollout(const problem& pb, const rollout_options& o) {
   if (!(o.temperature > 0)) throw error(errc::bad_argument, "learner: temperature must be > 0");
+  if (is_baseline(impl_->opt.kind)) return baseline_rollout(pb, o);
   const auto& c = impl_->cached(pb);
   const auto& g = pb.g();
   const std::size_t n_dev = pb.c().device_count();
@@ -312,6 +375,71 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   return ep;
 }
 
+/// placeto / gdp: the ops in topological order, one device choice each. gdp's logits come from the
+/// cached one-shot pass; placeto re-runs its GNN on the current placement at every step.
+episode policy::baseline_rollout(const problem& pb, const rollout_options& o) {
+  const auto& c = impl_->cached(pb);
+  const auto& g = pb.g();
+  const std::size_t n = g.size(), n_dev = pb.c().device_count();
+  const int nf = device_feature_count;
+  const bool placeto = impl_->opt.kind == policy_kind::placeto;
+  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers());
+  std::mt19937_64 rng(o.seed);
+  const double tau = o.temperature;
+  episode ep;
+  ep.temperature = tau;
+  ep.ready_off.push_back(0);
+  ep.dev_feat.resize(n * n_dev * nf);
+  ep.dev_valid.resize(n * n_dev);
+  if (o.teacher) {
+    ep.teacher_op_off.push_back(0);
+    ep.teacher_dev_off.push_back(0);
+  }
+  const auto topo = g.topo_order();
+  std::vector<op_index> visited(topo.begin(), topo.end());
+  std::vector<device_index> current(n);
+  for (std::size_t v = 0; v < n; ++v) current[v] = static_cast<device_index>(detail::placeto_initial_device(v, n_dev));
+  std::vector<double> z(n_dev);
+  std::vector<device_index> t_devs;
+  torch::NoGradGuard ng;
+  for (std::size_t t = 0; t < n; ++t) {
+    const op_index v = visited[t];
+    ep.ready.push_back(v);
+    ep.ready_off.push_back(static_cast<std::uint32_t>(ep.ready.size()));
+    std::span<float> feat(&ep.dev_feat[t * n_dev * nf], n_dev * nf);
+    std::span<std::uint8_t> valid(&ep.dev_valid[t * n_dev], n_dev);
+    if (env.device_features(v, feat, valid) == 0) env.assign(v, 0);  // throws errc::infeasible naming the op
+    const float* logits = nullptr;
+    std::vector<float> step_logits;
+    if (placeto) {
+      step_logits = to_vector(impl_->model->baseline->placeto_logits(
+          impl_->tensors(pb), detail::make_placeto_state(visited, current, n_dev, t, t + 1), n_dev));
+      logits = step_logits.data();
+    } else {
+      logits = &c.gdp[v * n_dev];
+    }
+    for (std::size_t d = 0; d < n_dev; ++d) z[d] = valid[d] ? logits[d] / tau : -INFINITY;
+    auto [dev, lp] = choose(z, o, rng);
+    ep.log_prob += lp;
+    if (o.teacher) {
+      env.teacher_devices(v, t_devs);
+      const bool ok = std::find(t_devs.begin(), t_devs.end(), dev) != t_devs.end();
+      ep.sel_agree += 1;  // no op choice: the visited op is the only one
+      ep.plc_agree += ok;
+      ep.both_agree += ok;
+      ep.teacher_ops.push_back(v);
+      ep.teacher_devs.insert(ep.teacher_devs.end(), t_devs.begin(), t_devs.end());
+      ep.teacher_op_off.push_back(static_cast<std::uint32_t>(ep.teacher_ops.size()));
+      ep.teacher_dev_off.push_back(static_cast<std::uint32_t>(ep.teacher_devs.size()));
+    }
+    current[v] = static_cast<device_index>(dev);
+    env.assign(v, static_cast<device_index>(dev));
+  }
+  ep.result = env.result();
+  ep.result.method = placeto ? "doppler-placeto" : "doppler-gdp";
+  return ep;
+}
+
 void policy::set_learning_rate(double lr) {
   for (auto& group : impl_->adam->param_groups())
     static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
@@ -319,6 +447,14 @@ void policy::set_learning_rate(double lr) {
 
 double policy::imitation_update(const problem& pb, std::span<const episode> eps) {
   if (eps.empty()) return 0;
+  if (is_baseline(impl_->opt.kind)) {
+    for (const auto& ep : eps)
+      if (ep.teacher_op_off.empty()) throw error(errc::bad_argument, "learner: imitation needs teacher labels");
+    return impl_->baseline_pass(pb, eps, [](std::size_t, const torch::Tensor& lp, const torch::Tensor&,
+                                            const detail::episode_tensors& et, std::int64_t t0, std::int64_t t1) {
+      return -(lp * et.teacher_devs.slice(0, t0, t1).to(torch::kFloat)).sum();
+    }, true);
+  }
   auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
   torch::Tensor loss = torch::zeros({});
   for (const auto& ep : eps) {
@@ -342,6 +478,16 @@ double policy::reinforce_update(const problem& pb, std::span<const episode> eps,
   if (eps.empty()) return 0;
   if (advantages.size() != eps.size())
     throw error(errc::bad_argument, "learner: one advantage per episode");
+  if (is_baseline(impl_->opt.kind)) {
+    return impl_->baseline_pass(pb, eps, [&](std::size_t i, const torch::Tensor& lp, const torch::Tensor& ent,
+                                             const detail::episode_tensors& et, std::int64_t t0, std::int64_t t1) {
+      const auto t = static_cast<std::int64_t>(eps[i].steps());
+      auto disc = torch::pow(torch::full({t1 - t0}, gamma, torch::kDouble),
+                             torch::arange(t - 1 - t0, t - 1 - t1, -1, torch::kDouble)).to(torch::kFloat);
+      auto taken = lp.gather(1, et.devs.slice(0, t0, t1).unsqueeze(1)).squeeze(1);
+      return -((disc * taken).sum() * advantages[i] + entropy_weight * ent.sum());
+    }, true);
+  }
   auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
   torch::Tensor loss = torch::zeros({});
   for (std::size_t i = 0; i < eps.size(); ++i) {
@@ -363,6 +509,14 @@ double policy::reinforce_update(const problem& pb, std::span<const episode> eps,
 }
 
 double policy::recompute_log_prob(const problem& pb, const episode& ep) {
+  if (is_baseline(impl_->opt.kind)) {
+    return -impl_->baseline_pass(pb, std::span<const episode>(&ep, 1),
+                                 [&](std::size_t, const torch::Tensor& lp, const torch::Tensor&,
+                                     const detail::episode_tensors& et, std::int64_t t0, std::int64_t t1) {
+                                   auto taken = lp.gather(1, et.devs.slice(0, t0, t1).unsqueeze(1)).squeeze(1);
+                                   return -taken.to(torch::kDouble).sum();
+                                 }, false) * static_cast<double>(std::max<std::size_t>(ep.steps(), 1));
+  }
   torch::NoGradGuard ng;
   auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
   auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
@@ -423,7 +577,11 @@ policy policy::load(const std::string& path) {
     o.steps = static_cast<int>(a[1]);
     o.proj = static_cast<int>(a[2]);
     o.mlp = static_cast<int>(a[3]);
-    if (opts.numel() > 4) o.kind = a[4] == 1 ? policy_kind::joint : policy_kind::dual;  // absent: dual
+    if (opts.numel() > 4) {  // absent: dual
+      if (a[4] < 0 || a[4] > static_cast<std::int64_t>(policy_kind::gdp))
+        throw error(errc::bad_value, path, "", "unknown policy kind " + std::to_string(a[4]));
+      o.kind = static_cast<policy_kind>(a[4]);
+    }
     policy pol(o);
     ar.read("net", net_ar);
     pol.impl_->model->load(net_ar);

@@ -49,7 +49,7 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"phases": {}})") == "format");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "phases": {"il_episodes": -1}})") == "phases.il_episodes");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "phases": {"episodes": 3}})") == "phases.episodes");
-  CHECK(path_of(R"({"format": "doppler-curriculum/1", "policy": {"kind": "placeto"}})") == "policy.kind");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "policy": {"kind": "nope"}})") == "policy.kind");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"gamma": "high"}})") == "reinforce.gamma");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"epsilon": 2}})") == "reinforce.epsilon");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "model": "fast"})") == "model");

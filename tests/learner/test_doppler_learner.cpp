@@ -31,7 +31,7 @@ doppler_learner_options small() {
 
 }  // namespace
 
-TEST_CASE("the doppler learner is registered by name; a missing policy file is an error naming it") {
+TEST_CASE("the doppler learner is registered by name, a missing policy file is an error naming it") {
   register_doppler_learner();
   CHECK(has_learner("doppler"));
   auto l = make_learner("doppler");
@@ -72,7 +72,7 @@ TEST_CASE("doppler learner: train, save, load: the same greedy placements") {
   std::filesystem::remove(file);
 }
 
-TEST_CASE("doppler learner online: exploring placements are valid; their observations are REINFORCE steps") {
+TEST_CASE("doppler learner online: exploring placements are valid, their observations are REINFORCE steps") {
   graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;

@@ -27,7 +27,7 @@ policy_options small() { return policy_options().with_hidden(16).with_steps(2).w
 
 }  // namespace
 
-TEST_CASE("SEL only chooses ready ops and PLC only valid devices; episodes are complete") {
+TEST_CASE("SEL only chooses ready ops and PLC only valid devices, episodes are complete") {
   graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;
@@ -79,7 +79,7 @@ TEST_CASE("PLC never picks a device without room") {
   }
 }
 
-TEST_CASE("greedy is deterministic; cached rollout log-probs equal the batched recomputation") {
+TEST_CASE("greedy is deterministic, cached rollout log-probs equal the batched recomputation") {
   graph g = paper("ffnn_192nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;
@@ -98,7 +98,7 @@ TEST_CASE("greedy is deterministic; cached rollout log-probs equal the batched r
         pol.rollout(pb, rollout_options::sample(6)).result.device);
 }
 
-TEST_CASE("checkpoint round trip gives identical greedy placements; the doppler placer loads it") {
+TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler placer loads it") {
   graph g = paper("transformer_block_215nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;

@@ -34,10 +34,10 @@ TEST_CASE("policy kinds parse and print") {
   CHECK(parse_policy_kind("dual") == policy_kind::dual);
   CHECK(parse_policy_kind("joint") == policy_kind::joint);
   CHECK(policy_kind_name(policy_kind::joint) == "joint");
-  CHECK_THROWS_AS(parse_policy_kind("placeto"), error);
+  CHECK_THROWS_AS(parse_policy_kind("placet"), error);
 }
 
-TEST_CASE("joint: only ready ops on valid devices; complete episodes; log-probs match the batched form") {
+TEST_CASE("joint: only ready ops on valid devices, complete episodes, log-probs match the batched form") {
   graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;
@@ -64,7 +64,7 @@ TEST_CASE("joint: only ready ops on valid devices; complete episodes; log-probs 
   CHECK(a.device == b.device);
 }
 
-TEST_CASE("joint: a few phase I and II episodes train; checkpoint round trip; the doppler-joint placer") {
+TEST_CASE("joint: a few phase I and II episodes train, checkpoint round trip, the doppler-joint placer") {
   graph g = paper("ffnn_192nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;

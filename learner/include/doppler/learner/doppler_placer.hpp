@@ -12,7 +12,8 @@
 namespace doppler::learner {
 
 /// A placer that loads `checkpoint` (policy::save) once and places greedily; it is named `doppler`,
-/// or `doppler-joint` for a single-policy ablation checkpoint (policy_kind::joint). Honors
+/// or `doppler-joint` / `doppler-placeto` / `doppler-gdp` for a checkpoint of the single-policy
+/// ablation or of the Placeto-like / GDP-like baselines (policy_options::kind). Honors
 /// placer_options::respect_memory; `seed` is unused (greedy placement is deterministic).
 std::unique_ptr<placer> make_doppler_placer(const std::string& checkpoint);
 /// The same placer around a policy already in memory.

@@ -19,14 +19,26 @@
 
 namespace doppler::learner {
 
-/// Which policy: DOPPLER's two (SEL picks an op, then PLC its device) or the single-policy ablation
+/// Which policy: DOPPLER's two (SEL picks an op, then PLC its device), the single-policy ablation
 /// (one network scores every (ready op, valid device) pair and one softmax over all pairs picks both;
-/// it is PLC's network applied to each ready op, without SEL's head).
-enum class policy_kind : std::uint8_t { dual, joint };
-/// "dual" / "joint".
+/// it is PLC's network applied to each ready op, without SEL's head), or one of two baselines that
+/// visit the ops in topological order (no op choice, one device choice per op):
+/// - placeto: Placeto-like. Starts from a round-robin placement and re-places each visited op; a
+///   GraphSAGE-style GNN whose node features include every op's *current* device is re-run at every
+///   step, and the device head reads the visited op's embedding and the mean embedding per device.
+/// - gdp: GDP-like one-shot placer. A GraphSAGE-style encoder over static features and one
+///   self-attention layer over all ops give every op's device logits in one forward pass per episode.
+/// The baselines tell devices apart by a learned per-index embedding (at most
+/// `max_baseline_devices` devices) and get no EST/load device features.
+enum class policy_kind : std::uint8_t { dual, joint, placeto, gdp };
+/// The most devices a placeto/gdp policy can place on (the size of its device-index embeddings).
+inline constexpr std::size_t max_baseline_devices = 64;
+/// "dual" / "joint" / "placeto" / "gdp".
 std::string policy_kind_name(policy_kind k);
-/// Parses "dual" or "joint" (errc::bad_argument otherwise).
+/// Parses a policy_kind_name (errc::bad_argument otherwise).
 policy_kind parse_policy_kind(const std::string& name);
+/// True for the topological-order baselines (placeto, gdp).
+inline bool is_baseline(policy_kind k) { return k == policy_kind::placeto || k == policy_kind::gdp; }
 
 /// Network sizes. Defaults are smaller than the paper's (128 dims, 6 steps) for CPU speed.
 struct policy_options {
@@ -35,7 +47,7 @@ struct policy_options {
   int proj = 32;           ///< projection dims of raw op features and device features
   int mlp = 64;            ///< hidden units of the SEL and PLC MLPs
   std::uint64_t seed = 0;  ///< weight initialization
-  policy_kind kind = policy_kind::dual;  ///< DOPPLER's dual policy or the single-policy ablation
+  policy_kind kind = policy_kind::dual;  ///< DOPPLER's dual policy, the ablation or a baseline
 
   policy_options& with_kind(policy_kind k) { kind = k; return *this; }
   policy_options& with_hidden(int h) { hidden = h; return *this; }
@@ -104,6 +116,8 @@ struct episode {
   std::vector<float> pair_feat;
   std::vector<std::uint8_t> pair_valid;
   /// CSR like ready (when teacher). Dual: the teacher's op set and its devices for the chosen op.
+  /// placeto/gdp: the ready set and the teacher's op set are the visited op; the devices are cp's
+  /// (minimum EST given the ops visited before).
   /// Joint: teacher_ops[k], teacher_devs[k] are pairs (every tied op with each of its tied devices),
   /// and the two offset lists are equal.
   std::vector<std::uint32_t> teacher_op_off, teacher_dev_off;
@@ -157,6 +171,7 @@ class policy {
   void restore(const std::string& blob);
 
  private:
+  episode baseline_rollout(const problem& pb, const rollout_options& opt);
   struct impl;
   std::unique_ptr<impl> impl_;
 };
