@@ -62,7 +62,7 @@ method_result plan_lp(const network& net, const demand& d, const plan_options& o
 method_result plan_telp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
 /// Re-planning at `opt.replan_epoch` from `opt.warm_start` (replan.cpp): the history before it
 /// kept, the rest planned again from the state there; validated.
-plan_result replan_at(const cluster& c, const network& net, const demand& d, const plan_options& opt);
+plan_result replan_at(const network& net, const demand& d, const plan_options& opt);
 method_result plan_astar(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
 
 }  // namespace doppler::comm::detail

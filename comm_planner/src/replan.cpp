@@ -72,7 +72,7 @@ std::vector<send> replay_valid(const network& net, const demand& d, const std::v
 
 struct candidate {
   std::string name;
-  std::vector<send> sends;  // the whole schedule (history included)
+  schedule sched;  // the whole schedule (history included), canonical
   std::int32_t epochs = unreachable_epochs;
   std::string note;
   bool proved_optimal = false;
@@ -80,8 +80,7 @@ struct candidate {
 
 }  // namespace
 
-plan_result replan_at(const cluster& c, const network& net, const demand& d, const plan_options& opt) {
-  (void)c;
+plan_result replan_at(const network& net, const demand& d, const plan_options& opt) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const schedule& old = *opt.warm_start;
@@ -91,11 +90,11 @@ plan_result replan_at(const cluster& c, const network& net, const demand& d, con
     throw error(errc::bad_argument, "re-planning at an epoch supports the greedy, auto and milp methods, not " + opt.method);
   const std::int32_t t0 = opt.replan_epoch;
   // The history (sends before t0 that stay valid for the new demand) and the old plan's rest.
-  const std::vector<send> history = replay_valid(net, d, old.sends, t0);
+  // One replay of the whole old plan: its valid sends before t0 are the history, the rest the old
+  // plan's remaining sends (the hint, and what candidate 3 pins).
   const std::vector<send> whole = replay_valid(net, d, old.sends, std::numeric_limits<std::int32_t>::max());
-  std::vector<send> rest;
-  for (const send& x : whole)
-    if (x.epoch >= t0) rest.push_back(x);
+  std::vector<send> history, rest;
+  for (const send& x : whole) (x.epoch < t0 ? history : rest).push_back(x);
   std::size_t dropped = 0;
   for (const send& x : old.sends) dropped += x.epoch < t0;
   dropped -= history.size();
@@ -108,10 +107,11 @@ plan_result replan_at(const cluster& c, const network& net, const demand& d, con
   auto finish = [&](std::string name, std::vector<send> fresh, const std::vector<send>& before) {
     candidate k;
     k.name = std::move(name);
-    k.sends = before;
-    k.sends.insert(k.sends.end(), fresh.begin(), fresh.end());
-    if (k.sends.size() < 400000) prune_unused(net, d, k.sends, t0);
-    k.epochs = make_schedule(net, d, "", k.sends).epochs;
+    std::vector<send> sends = before;
+    sends.insert(sends.end(), fresh.begin(), fresh.end());
+    if (sends.size() < 400000) prune_unused(net, d, sends, t0);
+    k.sched = make_schedule(net, d, opt.method + "+warm", std::move(sends));
+    k.epochs = k.sched.epochs;
     tried.push_back(std::move(k));
     return tried.back().epochs <= out.bound.epochs;
   };
@@ -138,7 +138,7 @@ plan_result replan_at(const cluster& c, const network& net, const demand& d, con
   std::string summary;
   for (const candidate& k : tried)
     summary += (summary.empty() ? "" : ", ") + k.name + " " + std::to_string(k.epochs);
-  std::vector<send> sends = tried[best].sends;
+  out.sched = std::move(tried[best].sched);
   std::string how = tried[best].name;
   std::string solver_note;
   bool proved = tried[best].epochs <= out.bound.epochs;
@@ -150,14 +150,14 @@ plan_result replan_at(const cluster& c, const network& net, const demand& d, con
     if ((opt.method == "milp" || binaries <= static_cast<double>(opt.milp_binary_limit)) && left > 0.1) {
       plan_options m = opt;
       m.time_limit = left;
-      method_result r = plan_milp_from(net, d, m, out.bound, t0, history, sends);
+      method_result r = plan_milp_from(net, d, m, out.bound, t0, history, out.sched.sends);
       std::vector<send> all = history;
       all.insert(all.end(), r.sends.begin(), r.sends.end());
       prune_unused(net, d, all, t0);
       const std::int32_t k = make_schedule(net, d, "", all).epochs;
       solver_note = "; " + r.note;
       if (k < tried[best].epochs) {
-        sends = std::move(all);
+        out.sched = make_schedule(net, d, opt.method + "+warm", std::move(all));
         how = "milp from the state";
       }
       proved = proved || r.proved_optimal;
@@ -165,7 +165,6 @@ plan_result replan_at(const cluster& c, const network& net, const demand& d, con
       solver_note = "; no MILP (" + std::string(left <= 0.1 ? "no time left" : "above the binary budget") + ")";
     }
   }
-  out.sched = make_schedule(net, d, opt.method + "+warm", std::move(sends));
   out.sched.replan_epoch = t0;
   out.sched.proved_optimal = proved || out.sched.epochs <= out.bound.epochs;
   out.sched.note = "re-planned at epoch " + std::to_string(t0) + ": " + std::to_string(history.size()) +

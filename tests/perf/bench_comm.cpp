@@ -178,24 +178,24 @@ void tenants(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(replan, gather_milp_mipstart, std::string("gather"), std::string("milp"), -1, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, gather_auto_fixed, std::string("gather"), std::string("auto"), -1, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, gather_auto_t0, std::string("gather"), std::string("auto"), 0, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, gather_auto_t2, std::string("gather"), std::string("auto"), 2, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, gather_greedy_t0, std::string("gather"), std::string("greedy"), 0, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, gather_greedy_t2, std::string("gather"), std::string("greedy"), 2, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_milp_mipstart, std::string("gather"), std::string("milp"), -1, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_auto_fixed, std::string("gather"), std::string("auto"), -1, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_auto_t0, std::string("gather"), std::string("auto"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_auto_t2, std::string("gather"), std::string("auto"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_greedy_t0, std::string("gather"), std::string("greedy"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_greedy_t2, std::string("gather"), std::string("greedy"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(replan, scatter_milp_mipstart, std::string("scatter"), std::string("milp"), -1, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(replan, scatter_auto_fixed, std::string("scatter"), std::string("auto"), -1, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(replan, scatter_auto_t0, std::string("scatter"), std::string("auto"), 0, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(replan, scatter_auto_t2, std::string("scatter"), std::string("auto"), 2, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, scatter_greedy_t0, std::string("scatter"), std::string("greedy"), 0, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, scatter_greedy_t2, std::string("scatter"), std::string("greedy"), 2, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_milp_mipstart, std::string("broadcast"), std::string("milp"), -1, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_greedy_t0, std::string("scatter"), std::string("greedy"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_greedy_t2, std::string("scatter"), std::string("greedy"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_milp_mipstart, std::string("broadcast"), std::string("milp"), -1, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(replan, broadcast_auto_fixed, std::string("broadcast"), std::string("auto"), -1, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_auto_t0, std::string("broadcast"), std::string("auto"), 0, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_auto_t2, std::string("broadcast"), std::string("auto"), 2, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_greedy_t0, std::string("broadcast"), std::string("greedy"), 0, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_greedy_t2, std::string("broadcast"), std::string("greedy"), 2, 6)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_auto_t0, std::string("broadcast"), std::string("auto"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_auto_t2, std::string("broadcast"), std::string("auto"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_greedy_t0, std::string("broadcast"), std::string("greedy"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_greedy_t2, std::string("broadcast"), std::string("greedy"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(milp_start, scratch, false)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(milp_start, hinted, true)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(tenants)->Unit(benchmark::kMillisecond)->Iterations(1);
