@@ -102,6 +102,10 @@ void add_plan_comm(CLI::App& app) {
   cmd->add_option("--msccl", o->msccl, "Also write the schedule as MSCCL XML");
   cmd->add_option("--warm-start", o->warm,
                   "Re-plan: keep this previous schedule's sends of chunks still in the demand, plan the rest");
+  cmd->add_option("--replan-epoch", o->p.replan_epoch,
+                  "With --warm-start: the epoch the demand changes; sends before it stay, the rest is re-planned "
+                  "from the state there (greedy, auto, milp; -1: keep every old send)")
+      ->capture_default_str();
   cmd->callback([o] {
     cluster c = comm::load_comm_cluster(o->cluster);
     comm::demand d = make_demand(c, o->d);
@@ -110,6 +114,8 @@ void add_plan_comm(CLI::App& app) {
     if (!o->warm.empty()) {
       old = comm::load_schedule(o->warm, c);
       o->p.warm_start = &old;
+    } else if (o->p.replan_epoch >= 0) {
+      throw error(errc::bad_argument, "", "--replan-epoch", "needs --warm-start (the schedule to re-plan)");
     }
     comm::plan_result r = comm::plan(c, d, o->p);
     print_result(r);

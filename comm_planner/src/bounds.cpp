@@ -15,10 +15,30 @@ namespace {
 class cut_evaluator {
  public:
   cut_evaluator(const network& net, const demand& d) : net_(net), d_(d) {}
+  /// Re-planning: from epoch t0, with `hold` (C × D: epoch a device holds or will hold the chunk
+  /// through sends already made; unreachable_epochs if not) instead of the sources.
+  cut_evaluator(const network& net, const demand& d, std::int32_t t0, const std::vector<std::int32_t>* hold)
+      : net_(net), d_(d), t0_(t0), hold_(hold) {}
 
-  /// Chunks that start in S and are needed outside S.
+  /// Chunks that start in S and are needed outside S (re-planning: every holder in S, a
+  /// destination that is not a holder outside).
   std::size_t crossing(const std::vector<char>& in) const {
     std::size_t n = 0;
+    if (hold_) {
+      const std::size_t D = net_.device_count();
+      for (std::size_t c = 0; c < d_.chunks.size(); ++c) {
+        const std::int32_t* h = hold_->data() + c * D;
+        bool inside = true;
+        for (std::size_t v = 0; v < D && inside; ++v) inside = h[v] >= unreachable_epochs || in[v];
+        if (!inside) continue;
+        for (device_index t : d_.chunks[c].destinations)
+          if (!in[t] && h[t] >= unreachable_epochs) {
+            ++n;
+            break;
+          }
+      }
+      return n;
+    }
     for (const chunk& c : d_.chunks) {
       if (!in[c.source]) continue;
       for (device_index t : c.destinations)
@@ -61,21 +81,24 @@ class cut_evaluator {
         first_hold.push_back(std::max<std::int32_t>(1, o));
       }
     if (cut.empty()) return unreachable_epochs;
-    for (std::int32_t K = 1;; ++K) {
+    for (std::int32_t K = t0_ + 1;; ++K) {
       std::size_t carry = 0;
       for (std::size_t i = 0; i < cut.size(); ++i) {
-        std::int32_t slots = K - first_hold[i] + 1;  // send epochs 0..K-offset
+        std::int32_t slots = K - t0_ - first_hold[i] + 1;  // send epochs t0..K-offset
         if (slots <= 0) continue;
-        // Sends starting in epochs 0..slots-1 fit in ⌈slots/window⌉ windows; fixed ones take room.
+        // Sends starting in epochs t0..t0+slots-1 fit in ⌈slots/window⌉ windows; fixed ones take room.
         std::int64_t room = static_cast<std::int64_t>(cut[i]->cap) * ((slots + cut[i]->window - 1) / cut[i]->window);
         if (used) {
           const auto& u = (*used)[static_cast<std::size_t>(cut[i] - net_.links().data())];
-          if (!u.empty()) room -= u[static_cast<std::size_t>(std::min<std::int32_t>(slots, static_cast<std::int32_t>(u.size()) - 1))];
+          auto at = [&](std::int32_t k) {
+            return u[static_cast<std::size_t>(std::min<std::int32_t>(k, static_cast<std::int32_t>(u.size()) - 1))];
+          };
+          if (!u.empty()) room -= at(t0_ + slots) - at(t0_);
         }
         carry += static_cast<std::size_t>(std::max<std::int64_t>(0, room));
       }
       if (carry >= n) return K;
-      if (K > (1 << 24)) return K;
+      if (K > t0_ + (1 << 24)) return K;
     }
   }
   std::string describe(const std::vector<char>& in) const {
@@ -88,7 +111,26 @@ class cut_evaluator {
  private:
   const network& net_;
   const demand& d_;
+  std::int32_t t0_ = 0;
+  const std::vector<std::int32_t>* hold_ = nullptr;
 };
+
+/// Fixed sends per link as prefix counts by start epoch: used[l][k] = sends starting before k.
+std::vector<std::vector<std::int32_t>> usage_prefix(const network& net, const std::vector<send>& fixed) {
+  std::vector<std::vector<std::int32_t>> used(net.links().size());
+  std::int32_t last = 0;
+  for (const send& x : fixed) last = std::max(last, x.epoch + 1);
+  for (const send& x : fixed) {
+    auto l = net.find_link(x.src, x.dst);
+    if (!l || x.epoch < 0) continue;
+    auto& u = used[*l];
+    if (u.empty()) u.assign(static_cast<std::size_t>(last) + 1, 0);
+    ++u[static_cast<std::size_t>(x.epoch) + 1];
+  }
+  for (auto& u : used)
+    for (std::size_t k = 1; k < u.size(); ++k) u[k] += u[k - 1];
+  return used;
+}
 
 }  // namespace
 
@@ -191,19 +233,7 @@ lower_bound compute_lower_bound(const network& net, const demand& d) {
 lower_bound compute_lower_bound(const network& net, const demand& d, const std::vector<send>* fixed) {
   lower_bound b = compute_lower_bound(net, d);
   if (!fixed || fixed->empty()) return b;
-  // Fixed sends per link as prefix counts by start epoch: used[l][k] = sends starting before k.
-  std::vector<std::vector<std::int32_t>> used(net.links().size());
-  std::int32_t last = 0;
-  for (const send& x : *fixed) last = std::max(last, x.epoch + 1);
-  for (const send& x : *fixed) {
-    auto l = net.find_link(x.src, x.dst);
-    if (!l || x.epoch < 0) continue;
-    auto& u = used[*l];
-    if (u.empty()) u.assign(static_cast<std::size_t>(last) + 1, 0);
-    ++u[static_cast<std::size_t>(x.epoch) + 1];
-  }
-  for (auto& u : used)
-    for (std::size_t k = 1; k < u.size(); ++k) u[k] += u[k - 1];
+  const std::vector<std::vector<std::int32_t>> used = usage_prefix(net, *fixed);
   cut_evaluator ev(net, d);
   const std::size_t N = net.node_count();
   std::int32_t best = 0;
@@ -236,6 +266,85 @@ lower_bound compute_lower_bound(const network& net, const demand& d, const std::
     b.seconds = std::max(b.seconds, best * net.tau());
     b.cut_seconds = std::max(b.cut_seconds, best * net.tau());
   }
+  return b;
+}
+
+lower_bound compute_lower_bound_from(const network& net, const demand& d, std::int32_t t0,
+                                     const std::vector<send>& history, const std::vector<send>* fixed, bool exact) {
+  if (exact && t0 <= 0 && history.empty()) return compute_lower_bound(net, d, fixed);
+  const std::size_t C = d.chunks.size(), D = net.device_count(), N = net.node_count();
+  // Holdings at t0: sources, and every history send into a device (arrivals after t0 count as held:
+  // a relaxation, so the bound stays valid).
+  std::map<std::uint32_t, std::size_t> index;
+  for (std::size_t c = 0; c < C; ++c) index.emplace(d.chunks[c].id, c);
+  std::vector<std::int32_t> hold(C * D, unreachable_epochs);
+  for (std::size_t c = 0; c < C; ++c) hold[c * D + d.chunks[c].source] = 0;
+  std::int32_t arrived = 0;  // the schedule covers every history arrival
+  for (const send& x : history) {
+    auto l = net.find_link(x.src, x.dst);
+    auto it = index.find(x.chunk);
+    if (!l || it == index.end() || net.is_switch(x.dst)) continue;
+    const std::int32_t a = x.epoch + net.links()[*l].offset;
+    arrived = std::max(arrived, a);
+    auto& h = hold[it->second * D + x.dst];
+    h = std::min(h, a);
+  }
+  lower_bound b;
+  // Latency: each pending (chunk, destination) from its nearest holder, no earlier than t0.
+  std::int32_t latency = std::max(arrived, t0);
+  for (std::size_t c = 0; c < C; ++c)
+    for (device_index t : d.chunks[c].destinations) {
+      if (hold[c * D + t] < unreachable_epochs) continue;
+      std::int32_t best = unreachable_epochs;
+      for (device_index h = 0; h < D; ++h)
+        if (hold[c * D + h] < unreachable_epochs)
+          best = std::min(best, std::max(t0, hold[c * D + h]) + net.epochs_between(h, t));
+      latency = std::max(latency, best);
+    }
+  b.epochs = latency;
+  b.latency_seconds = latency * net.tau();
+  // Cuts: the remaining crossings through the capacity left from t0 on (other fixed sends take theirs).
+  std::vector<std::vector<std::int32_t>> used;
+  if (fixed && !fixed->empty()) used = usage_prefix(net, *fixed);
+  cut_evaluator ev(net, d, t0, &hold);
+  std::multimap<double, std::vector<char>, std::greater<>> best;
+  auto consider = [&](const std::vector<char>& in) {
+    double t = ev.seconds(in);
+    if (t <= 0) return;
+    if (best.size() < 24 || t > best.rbegin()->first) {
+      best.emplace(t, in);
+      if (best.size() > 24) best.erase(std::prev(best.end()));
+    }
+  };
+  std::vector<char> in(N, 0);
+  if (exact && N <= 16) {
+    b.exact_cuts = true;
+    for (std::uint32_t mask = 1; mask + 1 < (1u << N); ++mask) {
+      for (std::size_t v = 0; v < N; ++v) in[v] = static_cast<char>((mask >> v) & 1u);
+      consider(in);
+    }
+  } else {
+    for (node_index v = 0; v < D; ++v) {
+      std::fill(in.begin(), in.end(), 0);
+      in[v] = 1;
+      consider(in);
+      for (auto& x : in) x = !x;
+      consider(in);
+    }
+  }
+  std::vector<char> binding;
+  for (auto& [t, s] : best) {
+    const std::int32_t k = ev.epochs(s, used.empty() ? nullptr : &used);
+    if (k < unreachable_epochs && k > b.epochs) {
+      b.epochs = k;
+      binding = s;
+    }
+  }
+  if (!best.empty()) b.cut_seconds = t0 * net.tau() + best.begin()->first;
+  b.seconds = std::max({b.cut_seconds, b.latency_seconds, b.epochs * net.tau()});
+  b.fixed_aware = true;
+  b.cut = (binding.empty() ? std::string("latency") : ev.describe(binding)) + " from the state at epoch " +
+          std::to_string(t0);
   return b;
 }
 

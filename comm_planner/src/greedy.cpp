@@ -14,6 +14,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <unordered_map>
 
 namespace doppler::comm::detail {
 
@@ -34,8 +35,9 @@ struct bitrows {
 
 class greedy_planner {
  public:
-  greedy_planner(const network& net, const demand& d, const plan_options& opt, const greedy_guide* guide = nullptr)
-      : net_(net), d_(d), opt_(opt), D_(net.device_count()), C_(d.chunks.size()), slots_(slots_with(net, opt.fixed_sends)),
+  greedy_planner(const network& net, const demand& d, const plan_options& opt, const greedy_guide* guide = nullptr,
+                 const greedy_state* state = nullptr)
+      : net_(net), d_(d), opt_(opt), state_(state), D_(net.device_count()), C_(d.chunks.size()), slots_(slots_with(net, opt.fixed_sends)),
         have_(D_, C_), expect_(D_, C_), need_(D_, C_), holders_(C_, D_), holder_count_(C_, 0), expect_count_(C_, 0),
         held_list_(D_), port_free_(net.node_count(), D_), avail_(net.node_count(), C_),
         entering_(net.node_count(), C_), guide_(guide), rng_(guide ? guide->seed : 0) {
@@ -60,9 +62,10 @@ class greedy_planner {
       has_big_switch_ = has_big_switch_ || net_.in_links(x).size() > 32;
     if (opt_.fixed_sends)
       for (const send& x : *opt_.fixed_sends) last_fixed_ = std::max(last_fixed_, x.epoch);
-    find_mates();
     std::int32_t e = 0;
-    const std::int64_t give_up = 64 + 4 * static_cast<std::int64_t>(C_ + 1) * static_cast<std::int64_t>(D_ + 1) *
+    if (state_) e = start_from(*state_);
+    find_mates();
+    const std::int64_t give_up = e + 64 + 4 * static_cast<std::int64_t>(C_ + 1) * static_cast<std::int64_t>(D_ + 1) *
                                           (max_offset() + 1);
     while (remaining_ > 0) {
       if (static_cast<std::size_t>(e) < arrivals_.size())
@@ -89,6 +92,53 @@ class greedy_planner {
   }
 
  private:
+  /// Re-planning: the committed sends' holdings, chunks in flight and link occupancy; the hint's
+  /// (chunk, link) pairs. Returns the first epoch to plan.
+  std::int32_t start_from(const greedy_state& st) {
+    std::unordered_map<std::uint32_t, std::size_t> index;
+    for (std::size_t c = 0; c < C_; ++c) index.emplace(d_.chunks[c].id, c);
+    const std::int32_t t0 = std::max<std::int32_t>(0, st.start_epoch);
+    if (st.committed)
+      for (const send& x : *st.committed) {
+        auto l = net_.find_link(x.src, x.dst);
+        auto it = index.find(x.chunk);
+        if (!l || it == index.end()) continue;
+        slots_.take(*l, x.epoch);
+        last_fixed_ = std::max(last_fixed_, x.epoch);
+        if (net_.is_switch(x.dst)) continue;
+        const auto v = static_cast<device_index>(x.dst);
+        const std::size_t c = it->second;
+        if (!expect_.test(v, c)) {
+          expect_.set(v, c);
+          ++expect_count_[c];
+        }
+        if (need_.test(v, c)) {
+          need_.reset(v, c);
+          --remaining_;
+        }
+        auto at = static_cast<std::size_t>(std::max(0, x.epoch + net_.links()[*l].offset));
+        if (arrivals_.size() <= at) arrivals_.resize(at + 1);
+        arrivals_[at].push_back({v, static_cast<std::uint32_t>(c)});
+      }
+    // What arrived before t0 is held; later arrivals are picked up by the epoch loop.
+    for (std::size_t k = 0; k < static_cast<std::size_t>(t0) && k < arrivals_.size(); ++k)
+      for (auto [v, c] : arrivals_[k]) mark_held(v, c);
+    if (st.hint)
+      for (const send& x : *st.hint) {
+        auto l = net_.find_link(x.src, x.dst);
+        auto it = index.find(x.chunk);
+        if (!l || it == index.end() || x.epoch < t0) continue;
+        auto [h, fresh] = hint_.try_emplace(it->second * net_.links().size() + *l, x.epoch);
+        if (!fresh) h->second = std::min(h->second, x.epoch);
+      }
+    return t0;
+  }
+  /// Whether the old plan (the hint) sent chunk c on the current link by the current epoch.
+  bool hinted(std::size_t c) const {
+    if (hint_.empty() || cur_link_ >= net_.links().size()) return false;
+    auto it = hint_.find(c * net_.links().size() + cur_link_);
+    return it != hint_.end() && it->second <= cur_e_;
+  }
   std::int32_t max_offset() const {
     std::int32_t m = 1;
     for (const te_link& l : net_.links()) m = std::max({m, l.offset, l.window});
@@ -198,6 +248,7 @@ class greedy_planner {
         ++seen;
         std::size_t score = expect_count_[c];
         if (local_v_ < D_) score += (D_ + 1) * local_count(local_v_, c);  // rarest near the receiver first
+        if (!hint_.empty()) score = 2 * score + (hinted(c) ? 0 : 1);  // ties: the old plan's pick
         if (guide_ && cur_link_ < net_.links().size()) {
           // The LP's residual on this link for c's owner: what it sent by now (+ lookahead) and we did not.
           const double due = lp_due(c);
@@ -397,6 +448,8 @@ class greedy_planner {
   const network& net_;
   const demand& d_;
   const plan_options& opt_;
+  const greedy_state* state_ = nullptr;
+  std::unordered_map<std::size_t, std::int32_t> hint_;  // (chunk * links + link) -> first hinted epoch
   std::size_t D_, C_;
   slot_table slots_;
   bitrows have_, expect_, need_, holders_;
@@ -423,8 +476,8 @@ class greedy_planner {
 
 }  // namespace
 
-method_result plan_greedy(const network& net, const demand& d, const plan_options& opt) {
-  return greedy_planner(net, d, opt).run();
+method_result plan_greedy(const network& net, const demand& d, const plan_options& opt, const greedy_state* st) {
+  return greedy_planner(net, d, opt, nullptr, st).run();
 }
 
 method_result plan_greedy_guided(const network& net, const demand& d, const plan_options& opt, const greedy_guide& g) {

@@ -18,7 +18,18 @@ method_result plan_ring(const network& net, const demand& d);
 method_result plan_rings(const network& net, const demand& d);
 method_result plan_direct(const network& net, const demand& d);
 method_result plan_tree(const network& net, const demand& d);
-method_result plan_greedy(const network& net, const demand& d, const plan_options& opt);
+/// Where a greedy pass starts (re-planning): sends already committed (the history before the
+/// re-planning epoch, or old sends pinned after it; valid for the demand) give the holdings, the
+/// chunks in flight and the link occupancy; new sends start at `start_epoch`. `hint` (old sends
+/// after it): for a link in epoch e the matcher prefers chunks the old plan sent on that link by e.
+struct greedy_state {
+  std::int32_t start_epoch = 0;
+  const std::vector<send>* committed = nullptr;
+  const std::vector<send>* hint = nullptr;
+};
+/// The TACOS-style matcher; from `st` when given (only its new sends are returned).
+method_result plan_greedy(const network& net, const demand& d, const plan_options& opt,
+                          const greedy_state* st = nullptr);
 
 /// A fractional plan steering the greedy matcher (telp's rounding): per owner (a source, or the
 /// shared usage of a multicast source) and link, the LP's cumulative amount sent by each epoch.
@@ -41,9 +52,17 @@ method_result plan_greedy_guided(const network& net, const demand& d, const plan
 /// horizon, the bound probed first when it is ≥ 2 epochs below), else upward from the bound.
 method_result plan_milp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
                         std::int32_t upper_epochs, const std::vector<send>* incumbent = nullptr);
+/// The MILP from the state at epoch t0 (re-planning): `history` (sends before t0, valid for d) is
+/// fixed, the model places only sends at epochs ≥ t0; downward search from `known` (a whole valid
+/// schedule of d containing the history). Returns the new sends only (epochs ≥ t0).
+method_result plan_milp_from(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
+                             std::int32_t t0, const std::vector<send>& history, const std::vector<send>& known);
 method_result plan_lp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
 /// TE-CCL's LP on the time-expanded network (per-source fractional flows, no copy), rounded to paths.
 method_result plan_telp(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
+/// Re-planning at `opt.replan_epoch` from `opt.warm_start` (replan.cpp): the history before it
+/// kept, the rest planned again from the state there; validated.
+plan_result replan_at(const network& net, const demand& d, const plan_options& opt);
 method_result plan_astar(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
 
 }  // namespace doppler::comm::detail

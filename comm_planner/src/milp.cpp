@@ -6,6 +6,8 @@
 #include <doppler/runtime/error.hpp>
 
 #include <chrono>
+#include <functional>
+#include <unordered_map>
 
 #include <doppler/comm/validate.hpp>
 
@@ -28,8 +30,10 @@ std::int32_t valid_epochs(const network& net, const demand& d, const plan_option
 /// below (a schedule there ends the search), then H−1, H−2, ... each stopping at CBC's first
 /// feasible schedule, until a horizon is proved infeasible (the last schedule is then optimal), the
 /// bound is reached, or the time is up. Never solves at H itself: the known schedule is one.
+/// `window_at(K)`: the model of horizon K (default: a fresh start around the fixed sends).
 method_result descend(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
-                      const std::vector<send>& known, std::int32_t H, double seconds) {
+                      const std::vector<send>& known, std::int32_t H, double seconds,
+                      const std::function<window_spec(std::int32_t)>& window_at = {}) {
   const auto t0 = std::chrono::steady_clock::now();
   auto left = [&] { return seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   method_result best;
@@ -46,8 +50,13 @@ method_result descend(const network& net, const demand& d, const plan_options& o
   o.first_feasible = true;  // any schedule at a shorter horizon improves on the known one
   std::string log;
   auto solve = [&](std::int32_t K, double budget) {
-    window_spec w = initial_window(net, d, K);
-    if (opt.fixed_sends) w.prior = &fixed;
+    window_spec w;
+    if (window_at) {
+      w = window_at(K);
+    } else {
+      w = initial_window(net, d, K);
+      if (opt.fixed_sends) w.prior = &fixed;
+    }
     window_result r = solve_window(net, d, o, w, budget);
     log += " K=" + std::to_string(K) + ":" +
            (r.state == window_result::status::solved       ? "feasible"
@@ -141,6 +150,48 @@ method_result plan_milp(const network& net, const demand& d, const plan_options&
            "; greedy schedule returned";
   g.proved_optimal = all_below_proved && K > upper_epochs;
   return g;
+}
+
+method_result plan_milp_from(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb,
+                             std::int32_t t0, const std::vector<send>& history, const std::vector<send>& known) {
+  if (!have_solvers())
+    throw error(errc::bad_argument, "method milp is not built: doppler was configured without COIN-OR (CBC/CLP)");
+  const std::size_t C = d.chunks.size(), D = net.device_count();
+  // The state at t0: holdings (local epochs: ≤ 0 held, > 0 in flight), pending destinations, and
+  // the links the history and other jobs' fixed sends occupy.
+  std::unordered_map<std::uint32_t, std::size_t> index;
+  for (std::size_t c = 0; c < C; ++c) index.emplace(d.chunks[c].id, c);
+  std::vector<std::int32_t> held(C * D, unreachable_epochs);
+  for (std::size_t c = 0; c < C; ++c) held[c * D + d.chunks[c].source] = 0;
+  slot_table prior = slots_with(net, opt.fixed_sends);
+  for (const send& x : history) {
+    auto l = net.find_link(x.src, x.dst);
+    auto it = index.find(x.chunk);
+    if (!l || it == index.end()) continue;
+    prior.take(*l, x.epoch);
+    if (net.is_switch(x.dst)) continue;
+    auto& h = held[it->second * D + x.dst];
+    h = std::min(h, x.epoch + net.links()[*l].offset - t0);
+  }
+  std::vector<char> pending(C * D, 0);
+  for (std::size_t c = 0; c < C; ++c)
+    for (device_index t : d.chunks[c].destinations) pending[c * D + t] = held[c * D + t] >= unreachable_epochs;
+  std::vector<send> known_new;
+  for (const send& x : known)
+    if (x.epoch >= t0) known_new.push_back(x);
+  const std::int32_t H = make_schedule(net, d, "milp", known).epochs;
+  auto window_at = [&](std::int32_t K) {
+    window_spec w;
+    w.first_epoch = t0;
+    w.epochs = std::max(1, K - t0);
+    w.held_from = held;
+    w.pending = pending;
+    w.prior = &prior;
+    return w;
+  };
+  method_result r = descend(net, d, opt, lb, known_new, H, opt.time_limit, window_at);
+  r.note = "from the state at epoch " + std::to_string(t0) + ": " + r.note;
+  return r;
 }
 
 }  // namespace doppler::comm::detail

@@ -124,7 +124,7 @@ std::int32_t schedule_path(const network& net, slot_table& slots, std::uint32_t 
   return ready;
 }
 
-void prune_unused(const network& net, const demand& d, std::vector<send>& sends) {
+void prune_unused(const network& net, const demand& d, std::vector<send>& sends, std::int32_t keep_before) {
   std::map<std::uint32_t, std::size_t> index;
   for (std::size_t i = 0; i < d.chunks.size(); ++i) index.emplace(d.chunks[i].id, i);
   for (bool changed = true; changed;) {
@@ -149,7 +149,9 @@ void prune_unused(const network& net, const demand& d, std::vector<send>& sends)
     for (std::size_t i = 0; i < sends.size(); ++i) {
       const send& x = sends[i];
       bool useful = true;
-      if (net.is_switch(x.dst)) {
+      if (x.epoch < keep_before) {
+        // history: kept as it happened
+      } else if (net.is_switch(x.dst)) {
         useful = switch_out.count({x.chunk, x.dst, x.epoch}) > 0;
       } else {
         const chunk& c = d.chunks[index.at(x.chunk)];

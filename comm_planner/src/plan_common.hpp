@@ -47,8 +47,9 @@ std::int32_t schedule_path(const network& net, slot_table& slots, std::uint32_t 
                            std::vector<send>& out, std::vector<std::int32_t>* hold = nullptr);
 
 /// Drops sends into devices that never use the chunk (not a destination, never forwarding it)
-/// and switch inflows that go nowhere, until none is left.
-void prune_unused(const network& net, const demand& d, std::vector<send>& sends);
+/// and switch inflows that go nowhere, until none is left. Sends before `keep_before` (a re-plan's
+/// history: they happened) are never dropped.
+void prune_unused(const network& net, const demand& d, std::vector<send>& sends, std::int32_t keep_before = 0);
 
 /// Fills the schedule header (topology, demand, τ, epochs from the sends) around `sends`.
 schedule make_schedule(const network& net, const demand& d, std::string method, std::vector<send> sends);

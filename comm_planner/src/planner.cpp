@@ -164,6 +164,7 @@ plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
   d.validate(c);
   network net(c, d.chunk_bytes, opt.tau_mode, opt.tau, opt.removed_links);
   detail::check_reachable(net, d);
+  if (opt.warm_start && opt.replan_epoch >= 0) return detail::replan_at(net, d, opt);
   if (opt.warm_start) return replan(c, net, d, opt);
   if (opt.fixed_sends && opt.method != "greedy" && opt.method != "milp" && opt.method != "auto")
     throw error(errc::bad_argument, "planning around fixed sends (re-planning, tenants first-come-first-served) "

@@ -32,6 +32,7 @@ schedule parse_schedule(std::string_view text, const cluster& c, const std::stri
   s.solve_seconds = r.opt_number(root, "solve_seconds", "", false, true).value_or(0);
   s.proved_optimal = r.opt_bool(root, "proved_optimal", "").value_or(false);
   s.note = r.opt_string(root, "note", "").value_or("");
+  if (root.contains("replan_epoch")) s.replan_epoch = static_cast<std::int32_t>(integer(r, root, "replan_epoch", "", 0, 1 << 28));
   const json* sends = r.array(root, "sends", "", true);
   s.sends.reserve(sends->size());
   for (std::size_t i = 0; i < sends->size(); ++i) {
@@ -81,6 +82,7 @@ std::string to_json_text(const schedule& s, const cluster& c) {
   tail["solve_seconds"] = s.solve_seconds;
   tail["proved_optimal"] = s.proved_optimal;
   if (!s.note.empty()) tail["note"] = s.note;
+  if (s.replan_epoch >= 0) tail["replan_epoch"] = s.replan_epoch;
   std::string t = tail.dump();
   text += " " + t.substr(1) + "\n";
   return text;

@@ -7,6 +7,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -81,15 +85,23 @@ void bound_ndv2(benchmark::State& st) {
 }
 
 /// Re-planning on a DGX-1 when a second job arrives next to a running allgather (2 chunks per
-/// GPU): from scratch (the joint plan) vs warm (the old schedule kept: a MIP start for milp, a fixed
-/// prefix for auto). Jobs: a gather to gpu5 (4 chunks per GPU), a scatter from gpu0 (4 per GPU),
-/// a broadcast of 8 chunks from gpu3. Ratio to report: warm / scratch time per (job, method).
+/// GPU): cold (the joint demand planned from scratch) vs warm (from the allgather's old plan).
+/// Jobs: a gather to gpu5 (4 chunks per GPU), a scatter from gpu0 (4 per GPU), a broadcast of 8
+/// chunks from gpu3. Warm: `t0` ≥ 0 re-plans at that epoch (sends before it kept, the rest from the
+/// state there); t0 = -1 is the older mode (milp: MIP start; auto: every old send fixed). One
+/// benchmark runs both, alternating which goes first (a noisy host), `rounds` times each, and
+/// reports the median times, their ratio and both epoch counts. At t0 > 0 cold is a reference
+/// (the joint plan had the job been known at the start), not a re-plan.
 demand joining(const cluster& c, const std::string& job) {
   if (job == "gather") return make_collective(c, collective::gather, 1 << 20, 4, 5);
   if (job == "scatter") return make_collective(c, collective::scatter, 1 << 20, 4, 0);
   return make_collective(c, collective::broadcast, 1 << 20, 8, 3);
 }
-void replan(benchmark::State& st, const std::string& job, const std::string& method, bool warm) {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+void replan(benchmark::State& st, const std::string& job, const std::string& method, std::int32_t t0, int rounds) {
   static const cluster c = make_preset("dgx1-v100");
   demand a = make_collective(c, collective::allgather, 1 << 20, 2);
   plan_options o;
@@ -97,13 +109,40 @@ void replan(benchmark::State& st, const std::string& job, const std::string& met
   static std::map<std::string, plan_result> first;
   if (!first.count(method)) first[method] = plan(c, merge_jobs({a}, {1.0}), o);
   demand both = merge_jobs({a, joining(c, job)}, {1.0, 1.0});
-  if (warm) o.warm_start = &first[method].sched;
-  plan_result r;
-  for (auto _ : st) r = plan(c, both, o);
-  report(st, r);
-  st.counters["proved"] = r.sched.proved_optimal ? 1 : 0;
+  plan_options w = o;
+  w.warm_start = &first[method].sched;
+  w.replan_epoch = t0;
+  // BENCH_REPLAN_ROUNDS=n: n rounds of each instead (steadier medians on a loaded host).
+  if (const char* n = std::getenv("BENCH_REPLAN_ROUNDS")) rounds = std::max(1, std::atoi(n));
+  plan_result cold, warm;
+  std::vector<double> tc, tw;
+  auto timed = [&](const plan_options& p, plan_result& r, std::vector<double>& t) {
+    auto s = std::chrono::steady_clock::now();
+    r = plan(c, both, p);
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+  };
+  for (auto _ : st)
+    for (int i = 0; i < rounds; ++i) {
+      if (i % 2 == 0) {
+        timed(o, cold, tc);
+        timed(w, warm, tw);
+      } else {
+        timed(w, warm, tw);
+        timed(o, cold, tc);
+      }
+    }
+  report(st, warm);
+  st.counters["cold_ms"] = median(tc);
+  st.counters["warm_ms"] = median(tw);
+  st.counters["warm_over_cold"] = median(tw) / std::max(1e-9, median(tc));
+  st.counters["cold_epochs"] = cold.sched.epochs;
+  st.counters["warm_epochs"] = warm.sched.epochs;
+  st.counters["warm_bound"] = warm.bound.epochs;
+  st.counters["warm_proved"] = warm.sched.proved_optimal ? 1 : 0;
   // BENCH_COMM_NOTES=1: how each plan got there (the schedule notes) on stderr.
-  if (std::getenv("BENCH_COMM_NOTES")) std::fprintf(stderr, "%s\n", r.sched.note.c_str());
+  if (std::getenv("BENCH_COMM_NOTES"))
+    std::fprintf(stderr, "%s %s t0=%d\n  cold: %s\n  warm: %s\n", job.c_str(), method.c_str(), t0,
+                 cold.sched.note.c_str(), warm.sched.note.c_str());
 }
 
 /// The MILP on a DGX-1 allgather (2 chunks per GPU) from scratch vs with a MIP start (its own
@@ -139,18 +178,24 @@ void tenants(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK_CAPTURE(replan, gather_milp_scratch, std::string("gather"), std::string("milp"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, gather_milp_warm, std::string("gather"), std::string("milp"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, gather_auto_scratch, std::string("gather"), std::string("auto"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, gather_auto_warm, std::string("gather"), std::string("auto"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, scatter_milp_scratch, std::string("scatter"), std::string("milp"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, scatter_milp_warm, std::string("scatter"), std::string("milp"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, scatter_auto_scratch, std::string("scatter"), std::string("auto"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, scatter_auto_warm, std::string("scatter"), std::string("auto"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_milp_scratch, std::string("broadcast"), std::string("milp"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_milp_warm, std::string("broadcast"), std::string("milp"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_auto_scratch, std::string("broadcast"), std::string("auto"), false)->Unit(benchmark::kMillisecond)->Iterations(1);
-BENCHMARK_CAPTURE(replan, broadcast_auto_warm, std::string("broadcast"), std::string("auto"), true)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_milp_mipstart, std::string("gather"), std::string("milp"), -1, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_auto_fixed, std::string("gather"), std::string("auto"), -1, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_auto_t0, std::string("gather"), std::string("auto"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_auto_t2, std::string("gather"), std::string("auto"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_greedy_t0, std::string("gather"), std::string("greedy"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, gather_greedy_t2, std::string("gather"), std::string("greedy"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_milp_mipstart, std::string("scatter"), std::string("milp"), -1, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_auto_fixed, std::string("scatter"), std::string("auto"), -1, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_auto_t0, std::string("scatter"), std::string("auto"), 0, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_auto_t2, std::string("scatter"), std::string("auto"), 2, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_greedy_t0, std::string("scatter"), std::string("greedy"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, scatter_greedy_t2, std::string("scatter"), std::string("greedy"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_milp_mipstart, std::string("broadcast"), std::string("milp"), -1, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_auto_fixed, std::string("broadcast"), std::string("auto"), -1, 2)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_auto_t0, std::string("broadcast"), std::string("auto"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_auto_t2, std::string("broadcast"), std::string("auto"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_greedy_t0, std::string("broadcast"), std::string("greedy"), 0, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK_CAPTURE(replan, broadcast_greedy_t2, std::string("broadcast"), std::string("greedy"), 2, 100)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(milp_start, scratch, false)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK_CAPTURE(milp_start, hinted, true)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(tenants)->Unit(benchmark::kMillisecond)->Iterations(1);

@@ -31,4 +31,14 @@ lower_bound compute_lower_bound(const network& net, const demand& d);
 /// best cuts by time and on every device's in- and out-cut. Null or empty `fixed`: the plain bound.
 lower_bound compute_lower_bound(const network& net, const demand& d, const std::vector<send>* fixed);
 
+/// The bound of a re-plan at epoch t0: `history` (sends before t0, valid for d) has happened, so
+/// every device holding (or receiving) a chunk through it counts as a holder, only the remaining
+/// (chunk, destination) pairs cross cuts, through the link capacity from t0 on that `fixed` (other
+/// jobs' sends; may be null) leaves; latency from the nearest holder, and the history's arrivals.
+/// Cuts: every subset up to 16 nodes when `exact` (t0 = 0 without history: the bound above), else
+/// only each device's out- and in-cut (cheaper, possibly lower).
+lower_bound compute_lower_bound_from(const network& net, const demand& d, std::int32_t t0,
+                                     const std::vector<send>& history, const std::vector<send>* fixed,
+                                     bool exact = true);
+
 }  // namespace doppler::comm

@@ -29,6 +29,13 @@ struct plan_options {
   /// prefix) and only chunks it does not carry are planned around them (greedy, auto); with milp
   /// those kept sends plus a greedy plan of the new chunks seed the joint MILP as a MIP start.
   const schedule* warm_start = nullptr;
+  /// Re-planning epoch t0 (≥ 0: the moment the demand changes; greedy, auto, milp): the warm
+  /// start's sends before t0 have happened and stay identical, later ones may change, new sends
+  /// start at t0; the plan is the best of the greedy from the state at t0 (steered by the old
+  /// plan's remaining sends), the same without them, and the old plan kept with the greedy around
+  /// it, then (auto, milp) the MILP from the state when above the bound. -1: every kept old send
+  /// is fixed and the new chunks fill in around them (greedy, auto), or the MIP start (milp).
+  std::int32_t replan_epoch = -1;
   /// Sends that already occupy links (other tenants planned first-come-first-served); the plan
   /// uses only the capacity they leave (greedy, milp).
   const std::vector<send>* fixed_sends = nullptr;
@@ -48,6 +55,8 @@ struct plan_options {
   plan_options& with_first_feasible(bool b = true) { first_feasible = b; return *this; }
   plan_options& with_switch_copy(bool b = true) { switch_copy = b; return *this; }
   plan_options& with_max_epochs(std::int32_t k) { max_epochs = k; return *this; }
+  /// Re-plan from `old` at epoch t0 (see replan_epoch).
+  plan_options& with_replan(const schedule& old, std::int32_t t0) { warm_start = &old; replan_epoch = t0; return *this; }
 };
 
 /// A planned schedule with its replay and its bound.

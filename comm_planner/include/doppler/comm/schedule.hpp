@@ -32,6 +32,8 @@ struct schedule {
   /// Extra fields (written when set): whether the epoch count is proved minimal, and notes.
   bool proved_optimal = false;
   std::string note;
+  /// A re-plan's epoch t0 (written when ≥ 0): its sends before t0 are the previous schedule's.
+  std::int32_t replan_epoch = -1;
 };
 
 /// Reads/writes `doppler-schedule/1`; node names resolve against `c`; errors name the JSON path.
