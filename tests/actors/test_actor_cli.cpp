@@ -135,7 +135,7 @@ TEST_CASE("doppler calibrate writes a cost table the simulator loads") {
   CHECK(run.code == 0);
 }
 
-TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget, state saved; bad input exits 2") {
+TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget, state saved, bad input exits 2") {
   temp_dir t;
   REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
   auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:4 --learner cp --online --explore 0.1 " +
@@ -174,7 +174,7 @@ TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget
   CHECK(help.out.find("--explore") != std::string::npos);
 }
 
-TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn; online runs update a trained policy") {
+TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online runs update a trained policy") {
   if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
     MESSAGE("built without LibTorch: skipped");
     return;
@@ -191,6 +191,21 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn; online run
   CHECK(j["learner"] == "doppler");
   CHECK(j["explored"] == 3);
   CHECK(fs::exists(t / "p2.pt"));
+  // `place --method doppler --policy` places with the policy, as place-learned does.
+  REQUIRE(sh(cli + " place-learned --graph " + (t / "g.json") + " --cluster cpu:4 --policy " + (t / "p.pt") +
+             " -o " + (t / "learned.json")).code == 0);
+  auto placed = sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:4 --method doppler --policy " +
+                   (t / "p.pt") + " -o " + (t / "placed.json"));
+  CAPTURE(placed.out);
+  REQUIRE(placed.code == 0);
+  auto read_json = [](const fs::path& f) { return nlohmann::json::parse(std::ifstream(f)); };
+  auto learned = read_json(t / "learned.json"), via_place = read_json(t / "placed.json");
+  CHECK(via_place["assignment"] == learned["assignment"]);
+  CHECK(via_place["order"] == learned["order"]);
+  auto no_policy = sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:4 --method doppler");
+  CHECK(no_policy.code == 2);
+  CHECK(no_policy.out.find("--policy") != std::string::npos);
+  CHECK(sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:4 --method cp --policy " + (t / "p.pt")).code == 2);
   auto again = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:4 --learner doppler --policy " + (t / "p2.pt") +
                   " --repeat 1 --json");
   CAPTURE(again.out);

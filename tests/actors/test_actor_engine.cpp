@@ -83,7 +83,7 @@ TEST_CASE("a different seed gives different outputs (the comparison can fail)") 
   CHECK(worst_diff(r.outputs, execute_reference(g, 1)) <= 1e-5);
 }
 
-TEST_CASE("the sharing scheduler computes the same outputs; an unknown scheduler is refused") {
+TEST_CASE("the sharing scheduler computes the same outputs, an unknown scheduler is refused") {
   cluster c = make_preset("cpu:3");
   engine e(c, engine_options{}.with_scheduler("sharing").with_streams(2));
   graph g = make_workload("moe-layer", small_params());

@@ -168,7 +168,7 @@ TEST_CASE("the exploration budget: at most ceil(fraction x runs) after every run
   CHECK_THROWS_AS(may_explore(1, 0, std::nan("")), error);
 }
 
-TEST_CASE("a learner registered by name is served by the engine's learner actor; unknown names are refused") {
+TEST_CASE("a learner registered by name is served by the engine's learner actor, unknown names are refused") {
   register_learner("test-bandit", "a test bandit", [](const learner_config&) { return std::make_unique<bandit_learner>(); });
   CHECK(has_learner("test-bandit"));
   auto names = learner_names();
@@ -188,7 +188,7 @@ TEST_CASE("a learner registered by name is served by the engine's learner actor;
   CHECK_THROWS_AS(online_learning(e, client, small_graph(), online_options{}.with_explore(2)), error);
 }
 
-TEST_CASE("online learning: 20 runs at 10% explore exactly twice; greedy runs use the bandit's current best") {
+TEST_CASE("online learning: 20 runs at 10% explore exactly twice, greedy runs use the bandit's current best") {
   auto g = small_graph();
   cluster c = make_preset("cpu:4");
   engine e(c);

@@ -53,7 +53,7 @@ placement one_per_device(std::size_t n) {
 
 }  // namespace
 
-TEST_CASE("cost model: bandwidth, overhead and host_cores round-trip; old files keep the FLOP-only model") {
+TEST_CASE("cost model: bandwidth, overhead and host_cores round-trip, old files keep the FLOP-only model") {
   cost_model cm;
   CHECK(cm.overhead() == 0);
   CHECK(cm.host_cores() == 0);

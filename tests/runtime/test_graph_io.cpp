@@ -99,7 +99,7 @@ TEST_CASE("round trip keeps attributes, names, overrides, dtype and awkward ids"
   CHECK(g2[*g2.find("r")].name == "rot\nary");
 }
 
-TEST_CASE("inputs may come later in the file; repeated inputs count one edge") {
+TEST_CASE("inputs may come later in the file, repeated inputs count one edge") {
   graph g = parse_ops(R"({"id": "y", "kind": "mul", "inputs": ["x", "x"], "shape": [3]},
                          {"id": "x", "kind": "input", "shape": [3]})");
   CHECK(g.edge_count() == 1);

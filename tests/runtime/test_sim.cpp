@@ -227,7 +227,7 @@ TEST_CASE("stragglers multiply op times on their device") {
   CHECK_THROWS_AS(simulate(g, c, p, cm, sim_options{}.with_straggler(0, 0)), error);
 }
 
-TEST_CASE("bsp waits for each level; wc does not") {
+TEST_CASE("bsp waits for each level, wc does not") {
   // dev0: a → c → e (1 s each); dev1: b (3 s). wc: 3 s. bsp: level 0 ends at 3, then c, e: 5 s.
   auto g = make_graph({syn("a", {}, 1e12, 8), syn("b", {}, 3e12, 8), syn("c", {"a"}, 1e12, 8),
                        syn("e", {"c"}, 1e12, 8)});
