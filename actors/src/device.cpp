@@ -79,6 +79,13 @@ struct device_state {
   std::vector<op_done_msg> done;  // completions not yet reported
   std::vector<transfer_done_msg> arrived;  // received copies not yet reported
   std::vector<const tensor*> ptrs;  // inline kernels' argument list (reused)
+  /// Inline kernels' time stamps: the back-to-back inline ops of one burst are timed in groups of up
+  /// to `clock_group` ops, one clock read per group; the ops of a group split its measured interval
+  /// evenly, in the order they ran (their op_done entries wait at the end of `done` until it closes).
+  static constexpr std::uint32_t clock_group = 8;
+  std::int64_t group_t0 = 0;    // start of the open group
+  std::size_t group_first = 0;  // its first entry in `done`
+  std::uint32_t group_n = 0;    // its ops (0: none open)
   struct outbox {
     std::vector<op_index> ops;
     std::vector<tensor_ref> values;
@@ -146,6 +153,7 @@ struct device_state {
     for (auto& o : outgoing) o = {};
     outgoing_n = 0;
     done.clear();
+    group_n = 0;
     arrived.clear();
     receiving.clear();
     dispatcher = nullptr;
@@ -187,6 +195,21 @@ void on_kernel_done(device_pointer self, std::uint32_t hs, std::int64_t start, s
   }
 }
 
+/// Closes the open group of inline ops (device_state::clock_group): reads the clock once and gives
+/// each op of the group its share of [group_t0, now], in the order they ran. Returns now.
+std::int64_t close_group(device_state& st) {
+  const std::int64_t t1 = now_ns();
+  if (st.group_n == 0) return t1;
+  const std::int64_t t0 = st.group_t0, span = t1 - t0, n = st.group_n;
+  for (std::int64_t k = 0; k < n; ++k) {
+    auto& d = st.done[st.group_first + static_cast<std::size_t>(k)];
+    d.start_ns = t0 + span * k / n;
+    d.end_ns = t0 + span * (k + 1) / n;
+  }
+  st.group_n = 0;
+  return t1;
+}
+
 /// Sends the buffered outgoing tensors, one `tensor` message per destination device, once the
 /// mailbox is drained or many are waiting (or at once with `force`).
 void flush_out(device_pointer self, bool force) {
@@ -204,6 +227,7 @@ void flush_out(device_pointer self, bool force) {
 /// Reports the batched completions once the mailbox is drained (or the batch is large).
 void flush_done(device_pointer self) {
   auto& st = self->state;
+  if (st.group_n != 0) close_group(st);  // no completion leaves without its time stamps
   std::size_t n = st.done.size() + st.arrived.size();
   if (n == 0 || (n < 256 && !self->mailbox().empty())) return;
   if (!st.done.empty()) self->send(st.dispatcher, std::move(st.done));
@@ -229,8 +253,8 @@ bool inputs_present(device_pointer self, std::uint32_t hs) {
 }
 
 /// Runs the op of home slot hs (its inputs are here). `clock`, for inline kernels: the time the
-/// previous inline op of this batch ended (0: read the clock), updated to this op's end — back-to-back
-/// inline ops read the steady clock once each instead of twice.
+/// previous group of inline ops of this burst ended (0: read the clock), updated when this op closes
+/// a group (device_state::clock_group: one clock read per group of back-to-back inline ops).
 void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
   auto& st = self->state;
   const auto& plan = *st.plan;
@@ -248,15 +272,19 @@ void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
     // released once the kernel has returned (it reads them through plain pointers).
     st.ptrs.clear();
     for (std::uint32_t k = 0; k < r.n_in; ++k) st.ptrs.push_back(st.buf[in[k]].get());
-    auto start = clock != 0 ? clock : now_ns();
+    if (st.group_n == 0) {  // opens a group
+      st.group_t0 = clock != 0 ? clock : now_ns();
+      st.group_first = st.done.size();
+    }
     clock = 0;
     try {
       tensor out = st.opt.kernels->execute_on(st.opt.index, *plan.g, i, st.ptrs, plan.seed);
-      auto end = now_ns();
-      clock = end;
       release_inputs();
-      on_kernel_done(self, hs, start, end, out.empty() ? st.empty : std::make_shared<const tensor>(std::move(out)));
+      // start / end: set when the group closes (its op_done entry is the group's next one in `done`)
+      on_kernel_done(self, hs, 0, 0, out.empty() ? st.empty : std::make_shared<const tensor>(std::move(out)));
+      if (++st.group_n == device_state::clock_group) clock = close_group(st);
     } catch (const std::exception& e) {
+      if (st.group_n != 0) close_group(st);
       release_inputs();
       self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, e.what()});
     }
@@ -397,10 +425,12 @@ void run_ready(device_pointer self) {
     launch(self, hs, clock);
     if (++since == 64) {
       since = 0;
+      if (st.group_n != 0) clock = close_group(st);
       flush_out(self, false);
       flush_done(self);
     }
   }
+  if (st.group_n != 0) close_group(st);
 }
 
 /// The end of every handler that may have completed, received or released something.
