@@ -218,8 +218,11 @@ void flush_out(device_pointer self, bool force) {
   for (device_index d = 0; d < st.outgoing.size(); ++d) {
     auto& o = st.outgoing[d];
     if (o.ops.empty()) continue;
+    const std::size_t n = o.ops.size();
     self->send(st.plan->devices[d], tensor_atom::value, st.run, st.opt.index, std::move(o.ops), std::move(o.values));
     o = {};
+    o.ops.reserve(n);  // the next batch is likely as large: one allocation instead of a growth sequence
+    o.values.reserve(n);
   }
   st.outgoing_n = 0;
 }
@@ -230,10 +233,13 @@ void flush_done(device_pointer self) {
   if (st.group_n != 0) close_group(st);  // no completion leaves without its time stamps
   std::size_t n = st.done.size() + st.arrived.size();
   if (n == 0 || (n < 256 && !self->mailbox().empty())) return;
-  if (!st.done.empty()) self->send(st.dispatcher, std::move(st.done));
-  if (!st.arrived.empty()) self->send(st.dispatcher, std::move(st.arrived));
+  const std::size_t nd = st.done.size(), na = st.arrived.size();
+  if (nd != 0) self->send(st.dispatcher, std::move(st.done));
+  if (na != 0) self->send(st.dispatcher, std::move(st.arrived));
   st.done = {};
   st.arrived = {};
+  st.done.reserve(nd);  // the next batches are likely as large (one allocation, no growth copies)
+  st.arrived.reserve(na);
 }
 
 /// Fails the op of home slot hs (to the dispatcher) when an input is missing from this device's buffers.
