@@ -117,6 +117,7 @@ void finish_plan(run_plan& plan, const run_plan* previous) {
     plan.in_off = previous->in_off;
     plan.in_op = previous->in_op;
     plan.uses_home = previous->uses_home;
+    plan.op_bytes = previous->op_bytes;
     plan.slots = previous->slots;
     return;
   }
@@ -135,6 +136,7 @@ void finish_plan(run_plan& plan, const run_plan* previous) {
   plan.in_off.assign(n + 1, 0);
   plan.in_op.clear();
   plan.uses_home.assign(n, 0);
+  plan.op_bytes.resize(n);
   std::vector<device_index> seen;
   for (op_index i = 0; i < n; ++i) {
     seen.clear();
@@ -148,6 +150,7 @@ void finish_plan(run_plan& plan, const run_plan* previous) {
     plan.remote_dest.insert(plan.remote_dest.end(), seen.begin(), seen.end());
     plan.remote_off[i + 1] = static_cast<std::uint32_t>(plan.remote_dest.size());
     plan.uses_home[i] = home + static_cast<std::uint32_t>(seen.size());
+    plan.op_bytes[i] = g[i].bytes;
     const auto& in = g[i].inputs;
     plan.in_op.insert(plan.in_op.end(), in.begin(), in.end());
     plan.in_off[i + 1] = static_cast<std::uint32_t>(plan.in_op.size());

@@ -86,6 +86,9 @@ struct run_plan {
   /// uses_home[op]: consumers of op on its own device + remote_dests(op).size() (the uses of its
   /// output in its device's buffers).
   std::vector<std::uint32_t> uses_home;
+  /// op_bytes[op]: the graph's size of op's output (a flat copy: the dispatcher reads it per transfer
+  /// instead of the op records).
+  std::vector<double> op_bytes;
   /// Planned transfers: transfer_plan[op] moves op's output to exactly remote_dests(op) (null, or an
   /// empty vector: one direct copy per destination). Set after finish_plan (engine, from the comm
   /// planner); process-local, so runs with devices in other processes copy directly.
