@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <thread>
 #include <algorithm>
@@ -66,12 +67,25 @@ struct device_state {
   std::uint64_t run = 0;
   bool active = false;
   dispatcher_actor dispatcher;
-  std::vector<std::shared_ptr<const tensor>> buf;  // buf[op]: op's output held on this device
-  std::vector<std::uint32_t> refs;                 // uses left before buf[op] can go
+  // Compact buffer slots (run_plan::slots): slot s holds op slot_op[base + s]'s output on this device;
+  // home slots (this device's own ops) come first. The arrays keep their capacity between runs.
+  const slot_tables* sl = nullptr;
+  std::uint32_t base = 0;    // this device's first entry in the slot tables
+  std::uint32_t home_n = 0;  // this device's home slots
+  const slot_tables::home_op* recs = nullptr;  // recs[home slot]: that op's record
+  std::vector<std::shared_ptr<const tensor>> buf;  // buf[slot]: that op's output held on this device
+  std::vector<std::uint32_t> refs;                 // uses left before buf[slot] can go
   std::uint64_t bytes = 0;
   std::vector<op_done_msg> done;  // completions not yet reported
   std::vector<transfer_done_msg> arrived;  // received copies not yet reported
   std::vector<const tensor*> ptrs;  // inline kernels' argument list (reused)
+  /// Inline kernels' time stamps: the back-to-back inline ops of one burst are timed in groups of up
+  /// to `clock_group` ops, one clock read per group; the ops of a group split its measured interval
+  /// evenly, in the order they ran (their op_done entries wait at the end of `done` until it closes).
+  static constexpr std::uint32_t clock_group = 8;
+  std::int64_t group_t0 = 0;    // start of the open group
+  std::size_t group_first = 0;  // its first entry in `done`
+  std::uint32_t group_n = 0;    // its ops (0: none open)
   struct outbox {
     std::vector<op_index> ops;
     std::vector<tensor_ref> values;
@@ -81,8 +95,8 @@ struct device_state {
   /// Device release (run_plan::device_release, wc): this device counts, for each of its own ops, the
   /// producers whose output is not yet in its buffers, and runs the op when that reaches 0.
   bool self_release = false;
-  std::vector<std::uint32_t> pending;  // pending[op] for ops placed here
-  /// Inline backends: ops ready to run, a min-heap on (rank, op) — the placement's priority.
+  std::vector<std::uint32_t> pending;  // pending[home slot]: producers not yet in the buffers
+  /// Inline backends: ops ready to run, a min-heap on (rank, home slot) — the placement's priority.
   std::vector<std::pair<std::uint32_t, op_index>> ready;
   /// The output of no-op kernels: one immortal empty tensor held without a control block, so that
   /// copying it (every no-op output, on every device thread) touches no reference count.
@@ -98,37 +112,48 @@ struct device_state {
 
   static inline const char* name = "doppler.device";
 
-  bool keeps(op_index i) const {
-    return plan->keep == keep_outputs::all ? plan->device_of(i) == opt.index : plan->is_exit(i);
+  /// The output in slot s stays after its last use (an exit, or every own op with keep_outputs::all).
+  bool keeps(std::uint32_t s) const {
+    return plan->keep == keep_outputs::all ? s < home_n : sl->slot_exit[base + s] != 0;
   }
-  void store(op_index i, std::shared_ptr<const tensor> t, std::uint32_t uses) {
-    if (uses == 0 && !keeps(i)) return;
+  /// Slot s holds an output.
+  bool holds(std::uint32_t s) const { return s < buf.size() && buf[s]; }
+  /// Op i's slot on this device (UINT32_MAX: none — neither placed here nor sent here).
+  std::uint32_t slot_of(op_index i) const { return plan->slot_on(i, opt.index); }
+  /// The index e into run_plan::remote_dest of op i's output coming to this device, or UINT32_MAX.
+  std::uint32_t remote_entry(op_index i) const {
+    for (std::uint32_t e = plan->remote_off[i]; e < plan->remote_off[i + 1]; ++e)
+      if (plan->remote_dest[e] == opt.index) return e;
+    return UINT32_MAX;
+  }
+  void store(std::uint32_t s, std::shared_ptr<const tensor> t, std::uint32_t uses) {
+    if (s >= buf.size() || (uses == 0 && !keeps(s))) return;
     bytes += held_bytes(*t);
-    buf[i] = std::move(t);
-    refs[i] = uses;
+    buf[s] = std::move(t);
+    refs[s] = uses;
   }
-  void release_use(op_index i) {
-    if (refs[i] > 0 && --refs[i] == 0 && buf[i] && !keeps(i)) {
-      bytes -= held_bytes(*buf[i]);
-      buf[i].reset();
+  void release_use(std::uint32_t s) {
+    if (s < refs.size() && refs[s] > 0 && --refs[s] == 0 && buf[s] && !keeps(s)) {
+      bytes -= held_bytes(*buf[s]);
+      buf[s].reset();
     }
   }
   void clear() {
     plan.reset();
+    sl = nullptr;
+    recs = nullptr;
     active = false;
     buf.clear();
-    buf.shrink_to_fit();
     refs.clear();
-    refs.shrink_to_fit();
     bytes = 0;
     if (streams) streams->drop_queued();
     self_release = false;
     pending.clear();
-    pending.shrink_to_fit();
     ready.clear();
     for (auto& o : outgoing) o = {};
     outgoing_n = 0;
     done.clear();
+    group_n = 0;
     arrived.clear();
     receiving.clear();
     dispatcher = nullptr;
@@ -137,26 +162,52 @@ struct device_state {
 
 using device_pointer = device_actor::stateful_pointer<device_state>;
 
-void make_ready(device_pointer self, op_index i);
-bool ship(device_pointer self, op_index i);
+void make_ready(device_pointer self, std::uint32_t hs);
+bool ship(device_pointer self, std::uint32_t hs);
 
-/// Device release: op i's output is now in this device's buffers (computed here or copied from a
-/// peer); every op of this device waiting for it counts one producer less, and runs at 0.
-void release_successors(device_pointer self, op_index i) {
+/// Device release: an output is now in this device's buffers (computed here or copied from a peer);
+/// every op of this device waiting for it (`succ`: their home slots) counts one producer less, and
+/// runs at 0.
+void release_successors(device_pointer self, const std::uint32_t* first, const std::uint32_t* last) {
   auto& st = self->state;
-  const auto& plan = *st.plan;
-  for (op_index s : plan.g->succs(i))
-    if (plan.device_of(s) == st.opt.index && st.pending[s] > 0 && --st.pending[s] == 0) make_ready(self, s);
+  for (; first != last; ++first) {
+    auto& n = st.pending[*first];
+    if (n > 0 && --n == 0) make_ready(self, *first);
+  }
+}
+/// Op i's output arrived here (remote_dest entry e): its consumers here count one producer less.
+void release_remote_successors(device_pointer self, std::uint32_t e) {
+  const auto& t = *self->state.sl;
+  release_successors(self, t.remote_succ.data() + t.rs_off[e], t.remote_succ.data() + t.rs_off[e + 1]);
 }
 
-/// Output of a kernel that finished: keep it while local consumers or transfers need it. With device
-/// release the output also goes to the consuming devices and releases the local consumers.
-void on_kernel_done(device_pointer self, op_index i, std::int64_t start, std::int64_t end,
+/// Output of the kernel of home slot hs, finished: keep it while local consumers or transfers need it.
+/// With device release the output also goes to the consuming devices and releases the local consumers.
+void on_kernel_done(device_pointer self, std::uint32_t hs, std::int64_t start, std::int64_t end,
                     std::shared_ptr<const tensor> out) {
   auto& st = self->state;
-  if (out) st.store(i, std::move(out), st.plan->uses_home[i]);
-  st.done.push_back(op_done_msg{st.run, i, st.opt.index, start, end});
-  if (st.self_release && ship(self, i)) release_successors(self, i);
+  const auto& r = st.recs[hs];
+  if (out) st.store(hs, std::move(out), r.uses);
+  st.done.push_back(op_done_msg{st.run, r.op, st.opt.index, start, end});
+  if (st.self_release && ship(self, hs)) {
+    const std::uint32_t* succ = st.sl->home_succ.data() + r.succ_begin;
+    release_successors(self, succ, succ + r.n_succ);
+  }
+}
+
+/// Closes the open group of inline ops (device_state::clock_group): reads the clock once and gives
+/// each op of the group its share of [group_t0, now], in the order they ran. Returns now.
+std::int64_t close_group(device_state& st) {
+  const std::int64_t t1 = now_ns();
+  if (st.group_n == 0) return t1;
+  const std::int64_t t0 = st.group_t0, span = t1 - t0, n = st.group_n;
+  for (std::int64_t k = 0; k < n; ++k) {
+    auto& d = st.done[st.group_first + static_cast<std::size_t>(k)];
+    d.start_ns = t0 + span * k / n;
+    d.end_ns = t0 + span * (k + 1) / n;
+  }
+  st.group_n = 0;
+  return t1;
 }
 
 /// Sends the buffered outgoing tensors, one `tensor` message per destination device, once the
@@ -167,8 +218,11 @@ void flush_out(device_pointer self, bool force) {
   for (device_index d = 0; d < st.outgoing.size(); ++d) {
     auto& o = st.outgoing[d];
     if (o.ops.empty()) continue;
+    const std::size_t n = o.ops.size();
     self->send(st.plan->devices[d], tensor_atom::value, st.run, st.opt.index, std::move(o.ops), std::move(o.values));
     o = {};
+    o.ops.reserve(n);  // the next batch is likely as large: one allocation instead of a growth sequence
+    o.values.reserve(n);
   }
   st.outgoing_n = 0;
 }
@@ -176,57 +230,76 @@ void flush_out(device_pointer self, bool force) {
 /// Reports the batched completions once the mailbox is drained (or the batch is large).
 void flush_done(device_pointer self) {
   auto& st = self->state;
+  if (st.group_n != 0) close_group(st);  // no completion leaves without its time stamps
   std::size_t n = st.done.size() + st.arrived.size();
   if (n == 0 || (n < 256 && !self->mailbox().empty())) return;
-  if (!st.done.empty()) self->send(st.dispatcher, std::move(st.done));
-  if (!st.arrived.empty()) self->send(st.dispatcher, std::move(st.arrived));
+  const std::size_t nd = st.done.size(), na = st.arrived.size();
+  if (nd != 0) self->send(st.dispatcher, std::move(st.done));
+  if (na != 0) self->send(st.dispatcher, std::move(st.arrived));
   st.done = {};
   st.arrived = {};
+  st.done.reserve(nd);  // the next batches are likely as large (one allocation, no growth copies)
+  st.arrived.reserve(na);
 }
 
-/// Fails op i (to the dispatcher) when an input is missing from this device's buffers.
-bool inputs_present(device_pointer self, op_index i) {
+/// Fails the op of home slot hs (to the dispatcher) when an input is missing from this device's buffers.
+bool inputs_present(device_pointer self, std::uint32_t hs) {
   auto& st = self->state;
-  for (op_index p : st.plan->inputs(i))
-    if (!st.buf[p]) {
-      const auto& g = *st.plan->g;
-      self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index,
-                                              "input '" + g[p].id + "' is not in the device's buffers"});
+  const auto& r = st.recs[hs];
+  const std::uint32_t* in = st.sl->in_slot.data() + r.in_begin;
+  for (std::uint32_t k = 0; k < r.n_in; ++k)
+    if (!st.holds(in[k])) {
+      const auto& plan = *st.plan;
+      op_index p = plan.in_op[plan.in_off[r.op] + k];
+      self->send(st.dispatcher, op_failed_msg{st.run, r.op, st.opt.index,
+                                              "input '" + (*plan.g)[p].id + "' is not in the device's buffers"});
       return false;
     }
   return true;
 }
 
-/// Runs op i (its inputs are here). `clock`, for inline kernels: the time the previous inline op of
-/// this batch ended (0: read the clock), updated to this op's end — back-to-back inline ops read the
-/// steady clock once each instead of twice.
-void launch(device_pointer self, op_index i, std::int64_t& clock) {
+/// Runs the op of home slot hs (its inputs are here). `clock`, for inline kernels: the time the
+/// previous group of inline ops of this burst ended (0: read the clock), updated when this op closes
+/// a group (device_state::clock_group: one clock read per group of back-to-back inline ops).
+void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
   auto& st = self->state;
   const auto& plan = *st.plan;
-  if (!inputs_present(self, i)) return;
+  if (!inputs_present(self, hs)) return;
+  const slot_tables& tab = *st.sl;
+  const auto& r = st.recs[hs];
+  const op_index i = r.op;
+  const std::uint32_t* in = tab.in_slot.data() + r.in_begin;
+  auto release_inputs = [&] {  // one use of each distinct predecessor's output
+    const std::uint32_t* p = tab.pred_slot.data() + r.pred_begin;
+    for (std::uint32_t k = 0; k < r.n_pred; ++k) st.release_use(p[k]);
+  };
   if (st.opt.kernels->runs_inline()) {
     // The per-op path of no-op kernels: no argument vector, no shared_ptr copies; the inputs' uses are
     // released once the kernel has returned (it reads them through plain pointers).
     st.ptrs.clear();
-    for (op_index p : plan.inputs(i)) st.ptrs.push_back(st.buf[p].get());
-    auto start = clock != 0 ? clock : now_ns();
+    for (std::uint32_t k = 0; k < r.n_in; ++k) st.ptrs.push_back(st.buf[in[k]].get());
+    if (st.group_n == 0) {  // opens a group
+      st.group_t0 = clock != 0 ? clock : now_ns();
+      st.group_first = st.done.size();
+    }
     clock = 0;
     try {
       tensor out = st.opt.kernels->execute_on(st.opt.index, *plan.g, i, st.ptrs, plan.seed);
-      auto end = now_ns();
-      clock = end;
-      for (op_index p : plan.g->preds(i)) st.release_use(p);
-      on_kernel_done(self, i, start, end, out.empty() ? st.empty : std::make_shared<const tensor>(std::move(out)));
+      release_inputs();
+      // start / end: set when the group closes (its op_done entry is the group's next one in `done`)
+      on_kernel_done(self, hs, 0, 0, out.empty() ? st.empty : std::make_shared<const tensor>(std::move(out)));
+      if (++st.group_n == device_state::clock_group) clock = close_group(st);
     } catch (const std::exception& e) {
-      for (op_index p : plan.g->preds(i)) st.release_use(p);
+      if (st.group_n != 0) close_group(st);
+      release_inputs();
       self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, e.what()});
     }
     return;
   }
   std::vector<std::shared_ptr<const tensor>> args;
-  args.reserve(plan.in_off[i + 1] - plan.in_off[i]);
-  for (op_index p : plan.inputs(i)) args.push_back(st.buf[p]);
-  for (op_index p : plan.g->preds(i)) st.release_use(p);
+  args.reserve(r.n_in);
+  for (std::uint32_t k = 0; k < r.n_in; ++k) args.push_back(st.buf[in[k]]);
+  release_inputs();
   device_actor me = self;
   st.streams->post(plan.rank[i], [me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
                     dev = st.opt.index, box = st.box, empty = st.empty] {
@@ -252,9 +325,10 @@ void launch(device_pointer self, op_index i, std::int64_t& clock) {
 void copy_done(device_pointer self, copy_done_msg m) {
   auto& st = self->state;
   std::uint64_t bytes = m.copy.ptr ? held_bytes(*m.copy.ptr) : 0;
-  if (m.copy.ptr) st.store(m.op, std::move(m.copy.ptr), st.plan->consumers_on(m.op, st.opt.index));
+  std::uint32_t e = st.remote_entry(m.op);  // UINT32_MAX: not a consumer here, nothing to keep
+  if (m.copy.ptr && e != UINT32_MAX) st.store(st.sl->remote_slot[e], std::move(m.copy.ptr), st.sl->remote_uses[e]);
   st.arrived.push_back(transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
-  if (st.self_release) release_successors(self, m.op);
+  if (st.self_release && e != UINT32_MAX) release_remote_successors(self, e);
 }
 
 /// Elements [first, last) of chunk k of a tensor of n elements cut into `chunks` pieces.
@@ -282,10 +356,11 @@ void chunk_copied(device_pointer self, const chunk_copied_msg& m) {
   if (++in.got < tp.chunks_reaching(st.opt.index)) return;
   if (std::binary_search(tp.destinations.begin(), tp.destinations.end(), st.opt.index)) {
     std::uint64_t bytes = held_bytes(*in.copy);
-    st.store(m.op, std::move(in.copy), st.plan->consumers_on(m.op, st.opt.index));
+    std::uint32_t e = st.remote_entry(m.op);
+    if (e != UINT32_MAX) st.store(st.sl->remote_slot[e], std::move(in.copy), st.sl->remote_uses[e]);
     st.arrived.push_back(transfer_done_msg{m.run, m.op, tp.source, st.opt.index, in.start_ns, m.end_ns, bytes});
     st.receiving.erase(it);
-    if (st.self_release) release_successors(self, m.op);
+    if (st.self_release && e != UINT32_MAX) release_remote_successors(self, e);
     return;
   }
   st.receiving.erase(it);
@@ -295,49 +370,52 @@ void chunk_copied(device_pointer self, const chunk_copied_msg& m) {
 bool start_relay(device_pointer self, op_index i) {
   auto& st = self->state;
   const transfer_plan* tp = st.plan->planned(i);
-  if (!st.buf[i] || !tp) {
+  const std::uint32_t s = st.slot_of(i);
+  if (!st.holds(s) || !tp) {
     self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index,
                                             "planned transfer of an output this device does not hold"});
     return false;
   }
   for (std::uint32_t k = 0; k < tp->legs.size(); ++k)
-    if (tp->legs[k].after < 0) send_leg(self, i, k, st.buf[i]);
-  for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(i);
+    if (tp->legs[k].after < 0) send_leg(self, i, k, st.buf[s]);
+  for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(s);
   return true;
 }
 
 /// Device release: op i just finished here; its output goes to every other device that consumes it
 /// (buffered per destination, see flush_out; or along its planned transfer). False when it cannot.
-bool ship(device_pointer self, op_index i) {
+bool ship(device_pointer self, std::uint32_t hs) {
   auto& st = self->state;
   const auto& plan = *st.plan;
-  const auto dests = plan.remote_dests(i);
-  if (dests.empty()) return true;
+  const auto& r = st.recs[hs];
+  if (r.n_remote == 0) return true;
+  const op_index i = r.op;
   if (plan.planned(i)) return start_relay(self, i);
-  if (!st.buf[i]) {
+  if (!st.holds(hs)) {
     self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, "output to send is not in the device's buffers"});
     return false;
   }
-  for (device_index d : dests) {
-    st.outgoing[d].ops.push_back(i);
-    st.outgoing[d].values.push_back(tensor_ref{st.buf[i]});
+  for (std::uint32_t e = r.remote_begin; e < r.remote_begin + r.n_remote; ++e) {
+    auto& o = st.outgoing[plan.remote_dest[e]];
+    o.ops.push_back(i);
+    o.values.push_back(tensor_ref{st.buf[hs]});
     ++st.outgoing_n;
-    st.release_use(i);
+    st.release_use(hs);
   }
   return true;
 }
 
 /// An op is ready: inline backends queue it on the device's ready heap (run_ready runs it), the
 /// others hand it to the worker pool (ordered by rank there).
-void make_ready(device_pointer self, op_index i) {
+void make_ready(device_pointer self, std::uint32_t hs) {
   auto& st = self->state;
   if (st.opt.kernels->runs_inline()) {
-    st.ready.emplace_back(st.plan->rank[i], i);
+    st.ready.emplace_back(st.recs[hs].rank, hs);
     std::push_heap(st.ready.begin(), st.ready.end(), std::greater<>{});
     return;
   }
   std::int64_t clock = 0;
-  launch(self, i, clock);
+  launch(self, hs, clock);
 }
 
 /// Inline backends: runs the ready ops, highest priority first, including the ones they release;
@@ -348,15 +426,17 @@ void run_ready(device_pointer self) {
   std::uint32_t since = 0;
   while (!st.ready.empty() && st.active) {
     std::pop_heap(st.ready.begin(), st.ready.end(), std::greater<>{});
-    op_index i = st.ready.back().second;
+    std::uint32_t hs = st.ready.back().second;
     st.ready.pop_back();
-    launch(self, i, clock);
+    launch(self, hs, clock);
     if (++since == 64) {
       since = 0;
+      if (st.group_n != 0) clock = close_group(st);
       flush_out(self, false);
       flush_done(self);
     }
   }
+  if (st.group_n != 0) close_group(st);
 }
 
 /// The end of every handler that may have completed, received or released something.
@@ -373,15 +453,18 @@ void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
   auto& st = self->state;
   st.clear();
   st.run = plan->run;
-  st.buf.resize(plan->size());
-  st.refs.assign(plan->size(), 0);
+  st.sl = plan->slots.get();
+  const auto me = st.opt.index;
+  st.base = st.sl->base[me];
+  st.home_n = st.sl->home_n(me);
+  st.recs = st.sl->home.data() + st.sl->hbase[me];
+  st.buf.resize(st.sl->count(me));
+  st.refs.assign(st.sl->count(me), 0);
   st.outgoing.resize(plan->devices.size());
   st.self_release = plan->released_by_devices();
   if (st.self_release) {
-    const auto& g = *plan->g;
-    st.pending.assign(plan->size(), 0);
-    for (op_index i = 0; i < plan->size(); ++i)
-      if (plan->device_of(i) == st.opt.index) st.pending[i] = static_cast<std::uint32_t>(g.preds(i).size());
+    const auto* p0 = st.sl->pending0.data() + st.sl->hbase[me];
+    st.pending.assign(p0, p0 + st.home_n);
   }
   st.plan = std::move(plan);
   st.active = true;
@@ -430,14 +513,20 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         // The ready queue is the worker pool's, ordered by the placement's priority; `streams`
         // workers take from it. (Inline backends run the batch — and, with device release, what it
         // releases — in priority order now.)
+        for (op_index i : ops)
+          if (i >= st.plan->size() || st.plan->device_of(i) != st.opt.index) {  // no slot here for it
+            self->send(st.dispatcher, op_failed_msg{run, i < st.plan->size() ? i : 0, st.opt.index,
+                                                    "op is not placed on this device"});
+            return;
+          }
         if (st.opt.kernels->runs_inline()) {
-          for (op_index i : ops) make_ready(self, i);
+          for (op_index i : ops) make_ready(self, st.sl->home_slot[i]);
         } else {
           const auto& rank = st.plan->rank;
           if (ops.size() > 1)
             std::sort(ops.begin(), ops.end(), [&](op_index a, op_index b) { return rank[a] < rank[b]; });
           std::int64_t clock = 0;
-          for (op_index i : ops) launch(self, i, clock);
+          for (op_index i : ops) launch(self, st.sl->home_slot[i], clock);
         }
         settle(self);
       },
@@ -448,7 +537,8 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& out = st.outgoing;
         for (std::size_t k = 0; k < ops.size() && k < dsts.size(); ++k) {
           op_index i = ops[k];
-          if (!st.buf[i] || dsts[k] >= out.size()) {
+          const std::uint32_t s = st.slot_of(i);
+          if (!st.holds(s) || dsts[k] >= out.size()) {
             for (auto& o : out) o = {};
             st.outgoing_n = 0;
             self->send(st.dispatcher, op_failed_msg{run, i, st.opt.index,
@@ -456,9 +546,9 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
             return;
           }
           out[dsts[k]].ops.push_back(i);
-          out[dsts[k]].values.push_back(tensor_ref{st.buf[i]});
+          out[dsts[k]].values.push_back(tensor_ref{st.buf[s]});
           ++st.outgoing_n;
-          st.release_use(i);
+          st.release_use(s);
         }
         flush_out(self, true);
         flush_done(self);
@@ -541,13 +631,13 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       [=](kernel_done_msg& m) {
         auto& st = self->state;
         if (m.op != doorbell_op) {  // a single completion sent directly
-          if (!st.active || m.run != st.run) return;
-          on_kernel_done(self, m.op, m.start_ns, m.end_ns, std::move(m.out.ptr));
+          if (!st.active || m.run != st.run || m.op >= st.plan->size() || st.plan->device_of(m.op) != st.opt.index) return;
+          on_kernel_done(self, st.sl->home_slot[m.op], m.start_ns, m.end_ns, std::move(m.out.ptr));
           return settle(self);
         }
         st.box->take(st.taken);  // every completion since the doorbell rang (older runs' dropped)
         for (auto& k : st.taken)
-          if (st.active && k.run == st.run) on_kernel_done(self, k.op, k.start_ns, k.end_ns, std::move(k.out.ptr));
+          if (st.active && k.run == st.run) on_kernel_done(self, st.sl->home_slot[k.op], k.start_ns, k.end_ns, std::move(k.out.ptr));
         st.taken.clear();
         settle(self);
       },
@@ -569,8 +659,8 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         if (!st.active || run != st.run) return outs;
         flush_out(self, true);
         flush_done(self);
-        for (op_index i = 0; i < st.buf.size(); ++i)
-          if (st.buf[i] && st.keeps(i)) outs.push_back(op_output{i, tensor_ref{st.buf[i]}});
+        for (std::uint32_t s = 0; s < st.buf.size(); ++s)  // home slots first, in op order
+          if (st.buf[s] && st.keeps(s)) outs.push_back(op_output{st.sl->slot_op[st.base + s], tensor_ref{st.buf[s]}});
         return outs;
       },
       [=](end_atom, std::uint64_t run) {

@@ -276,7 +276,7 @@ void transfer_done(dispatcher_pointer self, const transfer_done_msg& m) {
   const auto& rt = p.c->route_between(m.src, m.dst);
   if (!p.planned(m.op)) {  // planned transfers were counted hop by hop when they started
     // bytes as the graph sizes the tensor (what the simulator counts; an emulated device copies none)
-    const double bytes = (*p.g)[m.op].bytes;
+    const double bytes = p.op_bytes[m.op];
     st.report.bytes_moved += static_cast<std::uint64_t>(bytes);
     for (link_index l : rt.links) st.report.link_bytes[l] += bytes;
   }

@@ -19,6 +19,92 @@ std::uint32_t run_plan::consumers_on(op_index i, device_index d) const noexcept 
   return n;
 }
 
+namespace {
+
+std::uint32_t slot_in(const run_plan& plan, const slot_tables& t, op_index i, device_index d) {
+  if (plan.p.device[i] == d) return t.home_slot[i];
+  for (std::uint32_t e = plan.remote_off[i]; e < plan.remote_off[i + 1]; ++e)
+    if (plan.remote_dest[e] == d) return t.remote_slot[e];
+  return UINT32_MAX;  // not held there (an invalid plan)
+}
+
+/// The compact buffer slots of every device (run_plan::slots); needs rank, uses_home, remote_off /
+/// remote_dest and in_op.
+std::shared_ptr<const slot_tables> make_slot_tables(const run_plan& plan) {
+  const graph& g = *plan.g;
+  const std::size_t n = g.size();
+  const std::size_t nd = plan.devices.size();
+  const auto& dev = plan.p.device;
+  auto t = std::make_shared<slot_tables>();
+  std::vector<std::uint32_t> home(nd, 0), total(nd, 0);
+  for (op_index i = 0; i < n; ++i) ++home[dev[i]];
+  total = home;
+  for (device_index d : plan.remote_dest) ++total[d];
+  t->base.assign(nd + 1, 0);
+  t->hbase.assign(nd + 1, 0);
+  for (std::size_t d = 0; d < nd; ++d) {
+    t->base[d + 1] = t->base[d] + total[d];
+    t->hbase[d + 1] = t->hbase[d] + home[d];
+  }
+  t->slot_op.assign(t->base[nd], 0);
+  t->slot_exit.assign(t->base[nd], 0);
+  t->pending0.assign(n, 0);
+  t->home_slot.assign(n, 0);
+  t->home.resize(n);
+  t->remote_slot.assign(plan.remote_dest.size(), 0);
+  t->remote_uses.assign(plan.remote_dest.size(), 0);
+  // Slots: home ops first (op order), then received outputs (op order).
+  std::vector<std::uint32_t> next_home(nd, 0), next_recv(home);
+  for (op_index i = 0; i < n; ++i) {
+    device_index d = dev[i];
+    std::uint32_t s = next_home[d]++;
+    t->home_slot[i] = s;
+    t->slot_op[t->base[d] + s] = i;
+    t->slot_exit[t->base[d] + s] = g.succs(i).empty() ? 1 : 0;
+    t->pending0[t->hbase[d] + s] = static_cast<std::uint32_t>(g.preds(i).size());
+    for (std::uint32_t e = plan.remote_off[i]; e < plan.remote_off[i + 1]; ++e) {
+      device_index r = plan.remote_dest[e];
+      std::uint32_t rs = next_recv[r]++;
+      t->remote_slot[e] = rs;
+      t->slot_op[t->base[r] + rs] = i;
+      t->slot_exit[t->base[r] + rs] = g.succs(i).empty() ? 1 : 0;
+    }
+  }
+  // Records and their flat arrays, device by device in home-slot order.
+  for (std::size_t d = 0; d < nd; ++d)
+    for (std::uint32_t s = 0; s < home[d]; ++s) {
+      op_index i = t->slot_op[t->base[d] + s];
+      auto& r = t->home[t->hbase[d] + s];
+      r.op = i;
+      r.rank = plan.rank[i];
+      r.uses = plan.uses_home[i];
+      r.in_begin = static_cast<std::uint32_t>(t->in_slot.size());
+      for (std::uint32_t k = plan.in_off[i]; k < plan.in_off[i + 1]; ++k)
+        t->in_slot.push_back(slot_in(plan, *t, plan.in_op[k], dev[i]));
+      r.pred_begin = static_cast<std::uint32_t>(t->pred_slot.size());
+      for (op_index p : g.preds(i)) t->pred_slot.push_back(slot_in(plan, *t, p, dev[i]));
+      r.succ_begin = static_cast<std::uint32_t>(t->home_succ.size());
+      for (op_index x : g.succs(i))
+        if (dev[x] == dev[i]) t->home_succ.push_back(t->home_slot[x]);
+      r.remote_begin = plan.remote_off[i];
+      r.n_in = static_cast<std::uint32_t>(plan.in_off[i + 1] - plan.in_off[i]);
+      r.n_pred = static_cast<std::uint32_t>(t->pred_slot.size() - r.pred_begin);
+      r.n_succ = static_cast<std::uint32_t>(t->home_succ.size() - r.succ_begin);
+      r.n_remote = static_cast<std::uint32_t>(plan.remote_off[i + 1] - plan.remote_off[i]);
+    }
+  t->rs_off.assign(plan.remote_dest.size() + 1, 0);
+  for (op_index i = 0; i < n; ++i)
+    for (std::uint32_t e = plan.remote_off[i]; e < plan.remote_off[i + 1]; ++e) {
+      for (op_index x : g.succs(i))
+        if (dev[x] == plan.remote_dest[e]) t->remote_succ.push_back(t->home_slot[x]);
+      t->remote_uses[e] = static_cast<std::uint32_t>(t->remote_succ.size() - t->rs_off[e]);
+      t->rs_off[e + 1] = static_cast<std::uint32_t>(t->remote_succ.size());
+    }
+  return t;
+}
+
+}  // namespace
+
 void finish_plan(run_plan& plan, const run_plan* previous) {
   if (!plan.g || !plan.c) throw error(errc::bad_argument, "run plan without graph or cluster");
   if (previous && previous != &plan && previous->g == plan.g && previous->c == plan.c &&
@@ -31,6 +117,8 @@ void finish_plan(run_plan& plan, const run_plan* previous) {
     plan.in_off = previous->in_off;
     plan.in_op = previous->in_op;
     plan.uses_home = previous->uses_home;
+    plan.op_bytes = previous->op_bytes;
+    plan.slots = previous->slots;
     return;
   }
   check_placement(plan.p, *plan.g, *plan.c);
@@ -48,6 +136,7 @@ void finish_plan(run_plan& plan, const run_plan* previous) {
   plan.in_off.assign(n + 1, 0);
   plan.in_op.clear();
   plan.uses_home.assign(n, 0);
+  plan.op_bytes.resize(n);
   std::vector<device_index> seen;
   for (op_index i = 0; i < n; ++i) {
     seen.clear();
@@ -61,10 +150,12 @@ void finish_plan(run_plan& plan, const run_plan* previous) {
     plan.remote_dest.insert(plan.remote_dest.end(), seen.begin(), seen.end());
     plan.remote_off[i + 1] = static_cast<std::uint32_t>(plan.remote_dest.size());
     plan.uses_home[i] = home + static_cast<std::uint32_t>(seen.size());
+    plan.op_bytes[i] = g[i].bytes;
     const auto& in = g[i].inputs;
     plan.in_op.insert(plan.in_op.end(), in.begin(), in.end());
     plan.in_off[i + 1] = static_cast<std::uint32_t>(plan.in_op.size());
   }
+  plan.slots = make_slot_tables(plan);
 }
 
 plan_text to_text(const run_plan& plan) {
