@@ -11,6 +11,9 @@
 #include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
+#ifdef DOPPLER_HAVE_LEARNER
+#include <doppler/learner/doppler_placer.hpp>  // Torch-free header; the twin doppler-learn links the learner
+#endif
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -228,30 +231,45 @@ void print_run(const nlohmann::json& j, std::ostream& os) {
 void add_sim_commands(CLI::App& app) {
   std::string methods;
   for (auto& n : placer_names()) methods += "\n  " + n + ": " + placer_description(n);
+  const std::string learned_method =
+      "\n  doppler: a trained policy's greedy placement (--policy FILE from `doppler train`, any --policy-kind)";
 
   // ---- place ---------------------------------------------------------------------------------------
   {
     auto* cmd = app.add_subcommand("place", "Place a graph on a cluster with a named method; write doppler-placement/1");
     struct opts {
       sim_flags f;
-      std::string method = "cp", out = "placement.json";
+      std::string method = "cp", out = "placement.json", policy;
       std::uint64_t seed = 0;
       int budget = 2000;
     };
     auto o = std::make_shared<opts>();
     add_sim_flags(cmd, o->f);
-    cmd->add_option("--method", o->method, "Placement method:" + methods)->capture_default_str();
+    cmd->add_option("--method", o->method, "Placement method:" + methods + learned_method)->capture_default_str();
+    cmd->add_option("--policy", o->policy, "doppler: the policy checkpoint (policy.pt) to place with");
     cmd->add_option("--seed", o->seed, "Seed of the randomized methods")->capture_default_str();
     cmd->add_option("--budget", o->budget, "search: simulator evaluations")->capture_default_str();
     cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
     cmd->callback([o] {
+      const bool learned = o->method == "doppler";
+      if (learned && o->policy.empty())
+        throw error(errc::bad_argument, "", "--policy", "--method doppler needs a trained policy (doppler train -o policy.pt)");
+      if (!learned && !o->policy.empty())
+        throw error(errc::bad_argument, "", "--policy", "only --method doppler takes a policy (got --method " + o->method + ")");
+#ifndef DOPPLER_HAVE_LEARNER
+      if (learned) forward_to_learn_twin();  // the learner (LibTorch) lives in the twin doppler-learn
+#endif
       auto [g, c, cm, so] = load_setup(o->f);
       placer_options po;
       po.seed = o->seed;
       po.budget = o->budget;
       po.sim = so;
       po.progress = progress_bar(o->method);
+#ifdef DOPPLER_HAVE_LEARNER
+      auto pl = learned ? make_doppler_placer(o->policy) : make_placer(o->method);
+#else
       auto pl = make_placer(o->method);
+#endif
       auto t0 = std::chrono::steady_clock::now();
       placement p = pl->place(g, c, cm, po);
       double took = seconds_since(t0);
