@@ -132,6 +132,30 @@ std::vector<std::vector<std::int32_t>> usage_prefix(const network& net, const st
   return used;
 }
 
+/// The cuts with the most seconds seen so far (the best few are also turned into epoch bounds).
+struct top_cuts {
+  static constexpr std::size_t keep = 24;
+  const cut_evaluator& ev;
+  std::multimap<double, std::vector<char>, std::greater<>> by_seconds;
+
+  void consider(const std::vector<char>& in) {
+    double t = ev.seconds(in);
+    if (t <= 0) return;
+    if (by_seconds.size() < keep || t > by_seconds.rbegin()->first) {
+      by_seconds.emplace(t, in);
+      if (by_seconds.size() > keep) by_seconds.erase(std::prev(by_seconds.end()));
+    }
+  }
+  /// Every proper non-empty subset of the N (≤ 16) nodes.
+  void enumerate(std::size_t N) {
+    std::vector<char> in(N, 0);
+    for (std::uint32_t mask = 1; mask + 1 < (1u << N); ++mask) {
+      for (std::size_t v = 0; v < N; ++v) in[v] = static_cast<char>((mask >> v) & 1u);
+      consider(in);
+    }
+  }
+};
+
 }  // namespace
 
 lower_bound compute_lower_bound(const network& net, const demand& d) {
@@ -139,23 +163,12 @@ lower_bound compute_lower_bound(const network& net, const demand& d) {
   const cluster& c = net.topology();
   const std::size_t N = net.node_count();
   cut_evaluator ev(net, d);
-  // The best few cuts by seconds are also turned into epoch bounds.
-  std::multimap<double, std::vector<char>, std::greater<>> best;
-  auto consider = [&](const std::vector<char>& in) {
-    double t = ev.seconds(in);
-    if (t <= 0) return;
-    if (best.size() < 24 || t > best.rbegin()->first) {
-      best.emplace(t, in);
-      if (best.size() > 24) best.erase(std::prev(best.end()));
-    }
-  };
-  std::vector<char> in(N, 0);
+  top_cuts top{ev, {}};
+  auto consider = [&](const std::vector<char>& in) { top.consider(in); };
+  const auto& best = top.by_seconds;
   if (N <= 16) {
     b.exact_cuts = true;
-    for (std::uint32_t mask = 1; mask + 1 < (1u << N); ++mask) {
-      for (std::size_t v = 0; v < N; ++v) in[v] = static_cast<char>((mask >> v) & 1u);
-      consider(in);
-    }
+    top.enumerate(N);
   } else {
     std::vector<std::vector<char>> seeds;
     for (node_index v = 0; v < c.device_count(); ++v) {
@@ -307,22 +320,13 @@ lower_bound compute_lower_bound_from(const network& net, const demand& d, std::i
   std::vector<std::vector<std::int32_t>> used;
   if (fixed && !fixed->empty()) used = usage_prefix(net, *fixed);
   cut_evaluator ev(net, d, t0, &hold);
-  std::multimap<double, std::vector<char>, std::greater<>> best;
-  auto consider = [&](const std::vector<char>& in) {
-    double t = ev.seconds(in);
-    if (t <= 0) return;
-    if (best.size() < 24 || t > best.rbegin()->first) {
-      best.emplace(t, in);
-      if (best.size() > 24) best.erase(std::prev(best.end()));
-    }
-  };
+  top_cuts top{ev, {}};
+  auto consider = [&](const std::vector<char>& in) { top.consider(in); };
+  const auto& best = top.by_seconds;
   std::vector<char> in(N, 0);
   if (exact && N <= 16) {
     b.exact_cuts = true;
-    for (std::uint32_t mask = 1; mask + 1 < (1u << N); ++mask) {
-      for (std::size_t v = 0; v < N; ++v) in[v] = static_cast<char>((mask >> v) & 1u);
-      consider(in);
-    }
+    top.enumerate(N);
   } else {
     for (node_index v = 0; v < D; ++v) {
       std::fill(in.begin(), in.end(), 0);

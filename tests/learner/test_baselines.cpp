@@ -29,15 +29,7 @@ policy_options small(policy_kind k) {
   return policy_options().with_kind(k).with_hidden(16).with_steps(2).with_proj(8).with_mlp(16).with_seed(3);
 }
 
-op_spec synth(std::string id, std::vector<std::string> inputs, double flops, double bytes) {
-  op_spec s;
-  s.id = std::move(id);
-  s.kind = op_kind::synthetic;
-  s.inputs = std::move(inputs);
-  s.flops = flops;
-  s.bytes = bytes;
-  return s;
-}
+using learner_fixtures::synth;
 
 /// Two independent ops: w3 (3e10 FLOP, 100 MB output) and w1 (1e10 FLOP, 1 MB).
 graph two_ops() {

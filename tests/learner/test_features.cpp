@@ -5,6 +5,8 @@
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/placer.hpp>
 
+#include "learner_fixtures.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,15 +17,7 @@ using namespace doppler::learner;
 
 namespace {
 
-op_spec synth(std::string id, std::vector<std::string> inputs, double flops, double bytes) {
-  op_spec s;
-  s.id = std::move(id);
-  s.kind = op_kind::synthetic;
-  s.inputs = std::move(inputs);
-  s.flops = flops;
-  s.bytes = bytes;
-  return s;
-}
+using learner_fixtures::synth;
 
 /// a → b, a → c, b → d, c → d. On doppler-paper:2 (1e10 FLOP/s, 1e10 B/s, no latency) the node
 /// costs are a 2, b 1, c 3, d 1 s and the comm costs a 1, b 3, c 1, d 2 s.
