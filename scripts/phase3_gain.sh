@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Does phase III (REINFORCE on measured makespans) improve the measured makespan over phase II?
+# (issue 5, docs/learner.md "Phase III gain").
+#
+#   scripts/phase3_gain.sh [OUT_DIR]
+#
+# 1. generates a Llama block (`doppler workload llama-block`) and calibrates this host on it
+# (`doppler calibrate --flops-only`; its "simulate this host with --cluster SPEC" line gives the
+# cluster spec every later step uses), 2. for each seed trains phases I+II in the simulator
+# (`--model wc`, the calibrated costs) -> p2-S.pt, then continues from p2-S.pt with phase III only
+# (`--init`, 0 imitation and 0 simulator-RL episodes, REAL measured episodes of REAL_REPEAT runs each
+# on the actor runtime) -> p3-S.pt, 3. places the block with every p2/p3 checkpoint (`doppler place
+# --method doppler`) plus cp and heft as references, 4. runs every placement on the `cpu` backend
+# (`doppler run`, warm-up + REPEAT runs) in ROUNDS rounds over all placements interleaved, so that a
+# change of the host's load hits every placement alike, 5. prints mean, std, min per placement, the
+# ratio p3/p2 per seed (means and minima), and how many ops phase III moved to another device (raw,
+# and the fewest over relabelings of the devices: the cpuN are identical, so a relabeled placement is
+# the same placement; the block's shards are isomorphic too, so swapped shards also move ops without
+# changing anything — compare the simulated makespans and ops/device columns).
+# Environment (defaults in brackets): DOPPLER [build/cli/doppler], DEVICES [4], DIM [1024],
+# HEADS [16], SEQ [512], SHARDS [4], CAL_ROUNDS [5], SEEDS ["1 2 3"], IL [200], RL [400], BATCH [8],
+# REAL [500], REAL_REPEAT [3], REPEAT [5], ROUNDS [12], MODE [wc].
+set -euo pipefail
+D=${DOPPLER:-build/cli/doppler}
+OUT=${1:-/tmp/doppler-phase3-gain}
+N=${DEVICES:-4} DIM=${DIM:-1024} HEADS=${HEADS:-16} SEQ=${SEQ:-512} SHARDS=${SHARDS:-4}
+SEEDS=${SEEDS:-1 2 3} IL=${IL:-200} RL=${RL:-400} BATCH=${BATCH:-8} REAL=${REAL:-500}
+REAL_REPEAT=${REAL_REPEAT:-3} REPEAT=${REPEAT:-5} ROUNDS=${ROUNDS:-12} MODE=${MODE:-wc}
+mkdir -p "$OUT/placements" "$OUT/train"
+G=$OUT/lb.json
+load() { echo "$(date -u '+%F %T UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
+
+echo "== $(date -u '+%F %T UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), phase III $REAL episodes x $REAL_REPEAT runs; $ROUNDS rounds x $REPEAT runs"
+"$D" workload llama-block --dim "$DIM" --heads "$HEADS" --seq "$SEQ" --shards "$SHARDS" -q -o "$G"
+"$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost.json" | tee "$OUT/calibrate.txt"
+SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
+[[ -n $SPEC ]] || { echo "no cluster spec in calibrate's output" >&2; exit 1; }
+T=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH")
+
+P=()
+for m in cp heft; do
+  "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method "$m" -o "$OUT/placements/$m.json" > /dev/null
+  P+=("$m")
+done
+for s in $SEEDS; do
+  echo "== seed $s: phases I+II ($(load))"
+  "${T[@]}" --il-episodes "$IL" --rl-episodes "$RL" --seed "$s" --csv "$OUT/train/p2-$s.csv" \
+      -o "$OUT/train/p2-$s.pt" 2>&1 | grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/p2-$s.txt"
+  echo "== seed $s: phase III from p2-$s.pt ($(load))"
+  "${T[@]}" --init "$OUT/train/p2-$s.pt" --il-episodes 0 --rl-episodes 0 --real-episodes "$REAL" \
+      --real-repeat "$REAL_REPEAT" --seed "$s" --csv "$OUT/train/p3-$s.csv" \
+      -o "$OUT/train/p3-$s.pt" 2>&1 | grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/p3-$s.txt"
+  for ph in p2 p3; do
+    "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method doppler \
+        --policy "$OUT/train/$ph-$s.pt" -o "$OUT/placements/$ph-$s.json" > /dev/null
+    P+=("$ph-$s")
+  done
+done
+
+echo "== measuring ${#P[@]} placements ($(load))"
+: > "$OUT/rows.jsonl"
+for round in $(seq 1 "$ROUNDS"); do
+  for p in "${P[@]}"; do
+    "$D" run --graph "$G" --cluster "$SPEC" --placement "$OUT/placements/$p.json" --mode "$MODE" \
+        --backend cpu --costs "$OUT/cost.json" --warmup 1 --repeat "$REPEAT" --json |
+      jq -c --arg p "$p" --argjson round "$round" \
+        '{placement: $p, round: $round, runs: .makespans_s, sim: .simulated_s}' >> "$OUT/rows.jsonl"
+  done
+  echo "   round $round done ($(load))"
+done
+echo "== done $(load)"
+
+python3 - "$OUT" "$SEEDS" "${P[@]}" <<'EOF'
+import itertools, json, math, sys
+out, seeds, order = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+rows = {}
+for l in open(f"{out}/rows.jsonl"):
+    r = json.loads(l)
+    row = rows.setdefault(r["placement"], {"runs": [], "round_means": [], "sim": r["sim"]})
+    row["runs"] += r["runs"]; row["round_means"].append(sum(r["runs"]) / len(r["runs"]))
+def stats(xs):
+    m = sum(xs) / len(xs)
+    return m, math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0, min(xs)
+def assign(p): return json.load(open(f"{out}/placements/{p}.json"))["assignment"]
+print(f"\n{'placement':<10} {'runs':>4} {'mean ms':>8} {'std ms':>7} {'min ms':>7} {'sim ms':>7}  ops/device")
+for p in order:
+    r = rows[p]; m, s, lo = stats(r["runs"]); a = assign(p)
+    per = {}
+    for d in a.values(): per[d] = per.get(d, 0) + 1
+    print(f"{p:<10} {len(r['runs']):>4} {m*1e3:>8.2f} {s*1e3:>7.2f} {lo*1e3:>7.2f} {r['sim']*1e3:>7.2f}  "
+          + " ".join(f"{d}={per[d]}" for d in sorted(per)))
+print(f"\n{'seed':<5} {'moved':>5} {'mod relabel':>11} {'p3/p2 mean':>10} {'p3/p2 min':>9} {'rounds p3<p2':>12} {'paired p3-p2 ms':>16}  phase III (train's own report)")
+for s in seeds:
+    a2, a3 = assign(f"p2-{s}"), assign(f"p3-{s}")
+    moved = sum(a2[o] != a3[o] for o in a2)
+    devs = sorted(set(a2.values()) | set(a3.values()))
+    relabel = min(sum(dict(zip(devs, q))[a2[o]] != a3[o] for o in a2) for q in itertools.permutations(devs))
+    r2, r3 = rows[f"p2-{s}"], rows[f"p3-{s}"]
+    m2, _, lo2 = stats(r2["runs"]); m3, _, lo3 = stats(r3["runs"])
+    wins = sum(b < a for a, b in zip(r2["round_means"], r3["round_means"]))
+    d = [b - a for a, b in zip(r2["round_means"], r3["round_means"])]  # per round: paired difference
+    dm, dsd, _ = stats(d); se = dsd / math.sqrt(len(d))
+    rep = [l.strip() for l in open(f"{out}/train/p3-{s}.txt") if l.startswith("phase III")]
+    print(f"{s:<5} {moved:>5} {relabel:>11} {m3/m2:>10.3f} {lo3/lo2:>9.3f} {wins:>5}/{len(r2['round_means']):<6} {dm*1e3:>+7.2f} ± {se*1e3:<6.2f}  "
+          + (rep[0].split(": ", 1)[-1] if rep else "?"))
+# Noise of phase III's reward: the spread of the measured episode costs vs the spread between placements.
+for s in seeds:
+    c = [float(l.split(",")[2]) for l in open(f"{out}/train/p3-{s}.csv") if ",real," in l]
+    if len(c) > 1:
+        m, sd, lo = stats(c)
+        print(f"seed {s}: phase III episodes: {len(c)} measured costs, mean {m*1e3:.2f} ms, std {sd*1e3:.2f} ms, min {lo*1e3:.2f} ms")
+EOF
