@@ -58,6 +58,16 @@ double milp_size(const network& net, const demand& d, std::int32_t K) {
 
 namespace {
 
+/// `out` with its validation report; a re-plan that breaks a rule is our bug (errc::internal).
+plan_result validated(plan_result out, const network& net, const demand& d, const plan_options& opt) {
+  try {
+    out.report = validate_schedule(net, d, out.sched, {.switch_copy = opt.switch_copy});
+  } catch (const error& e) {
+    throw error(errc::internal, "re-planning produced an invalid schedule: " + std::string(e.what()));
+  }
+  return out;
+}
+
 /// Re-planning: keep the previous schedule's sends of chunks it still fully delivers, plan the rest
 /// around them, validate the union.
 plan_result replan(const cluster& c, const network& net, const demand& d, const plan_options& opt) {
@@ -112,12 +122,7 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
       out.sched.proved_optimal = true;
       out.sched.lower_bound_seconds = out.bound.seconds;
       out.sched.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      try {
-        out.report = validate_schedule(net, d, out.sched, {.switch_copy = opt.switch_copy});
-      } catch (const error& e) {
-        throw error(errc::internal, "re-planning produced an invalid schedule: " + std::string(e.what()));
-      }
-      return out;
+      return validated(std::move(out), net, d, opt);
     }
     if (fresh_epochs < detail::make_schedule(net, d, "greedy", sends).epochs) {
       sends = std::move(fresh);
@@ -149,12 +154,7 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
   out.sched.lower_bound_seconds = out.bound.seconds;
   out.sched.proved_optimal = out.sched.epochs == out.bound.epochs;
   out.sched.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  try {
-    out.report = validate_schedule(net, d, out.sched, {.switch_copy = opt.switch_copy});
-  } catch (const error& e) {
-    throw error(errc::internal, "re-planning produced an invalid schedule: " + std::string(e.what()));
-  }
-  return out;
+  return validated(std::move(out), net, d, opt);
 }
 
 }  // namespace
