@@ -67,7 +67,7 @@ void add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the simulator");
   struct opts {
     std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
-        transfers = "direct";
+        ablation = "none", transfers = "direct";
     int real_repeat = 1;
     learner::train_options t;
     learner::policy_options p;
@@ -104,6 +104,10 @@ void add_train(CLI::App& app) {
                   "placeto (Placeto-like: re-places ops in topological order, GNN re-run per step) or gdp "
                   "(GDP-like: GraphSAGE + attention, all ops' devices in one pass)")
       ->capture_default_str();
+  cmd->add_option("--ablation", o->ablation,
+                  "dual only: none, sel-only (PLC replaced by cp's device rule) or plc-only (SEL replaced by "
+                  "cp's bottom-level order); only the learned head is trained")
+      ->capture_default_str();
   cmd->add_option("--init", o->init, "Start from this checkpoint (resume or fine-tune) instead of new weights");
   cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();
   cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement)");
@@ -136,13 +140,22 @@ void add_train(CLI::App& app) {
       if (given("--hidden")) p.hidden = o->p.hidden;
       if (given("--steps")) p.steps = o->p.steps;
       if (!given("--policy-kind")) o->kind = learner::policy_kind_name(p.kind);
+      if (!given("--ablation")) o->ablation = learner::policy_ablation_name(p.ablation);
       o->t = t;
       o->p = p;
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
     o->p.seed = o->t.seed;
     o->p.kind = learner::parse_policy_kind(o->kind);
+    o->p.ablation = learner::parse_policy_ablation(o->ablation);
+    if (o->p.ablation != learner::policy_ablation::none && o->p.kind != learner::policy_kind::dual)
+      throw error(errc::bad_argument, "", "--ablation",
+                  o->ablation + " ablates a head of the dual policy; policy kind " + o->kind + " has no SEL/PLC heads");
     learner::policy pol = o->init.empty() ? learner::policy(o->p) : learner::policy::load(o->init);
+    if (!o->init.empty() && cmd->count("--ablation") > 0 && pol.options().ablation != o->p.ablation)
+      throw error(errc::bad_argument, "", "--ablation",
+                  "the checkpoint given with --init has ablation " +
+                      learner::policy_ablation_name(pol.options().ablation));
     learner::problem pb(g, c, cm);
     if (o->transfers == "planned") {
       if (o->t.sim.model != sim_model::wc)
@@ -156,10 +169,12 @@ void add_train(CLI::App& app) {
     const auto& po = pol.options();
     std::cerr << fmt::format(
         "train: graph {} ({} ops, {} edges), cluster {} ({} devices), model {}\n"
-        "  policy: {}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
+        "  policy: {}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
         "  phase I {} episodes (lr {}, eps {}->{}), phase II {} episodes (lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
         o->graph, g.size(), g.edge_count(), c.name(), c.device_count(), o->model,
-        learner::policy_kind_name(po.kind), po.hidden, po.steps, po.proj,
+        learner::policy_kind_name(po.kind),
+        po.ablation == learner::policy_ablation::none ? "" : " (" + learner::policy_ablation_name(po.ablation) + ")",
+        po.hidden, po.steps, po.proj,
         po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes, o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);

@@ -102,12 +102,20 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   }
   if (j.contains("policy")) {
     const auto& s = j["policy"];
-    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind"});
+    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind", "ablation"});
     if (s.contains("kind")) {
       if (!s["kind"].is_string() || (s["kind"] != "dual" && s["kind"] != "joint" && s["kind"] != "placeto" &&
                                      s["kind"] != "gdp"))
         r.fail(errc::bad_value, "policy.kind", "must be \"dual\", \"joint\", \"placeto\" or \"gdp\"");
       p.kind = parse_policy_kind(s["kind"].get<std::string>());
+    }
+    if (s.contains("ablation")) {
+      if (!s["ablation"].is_string() ||
+          (s["ablation"] != "none" && s["ablation"] != "sel-only" && s["ablation"] != "plc-only"))
+        r.fail(errc::bad_value, "policy.ablation", "must be \"none\", \"sel-only\" or \"plc-only\"");
+      p.ablation = parse_policy_ablation(s["ablation"].get<std::string>());
+      if (p.ablation != policy_ablation::none && p.kind != policy_kind::dual)
+        r.fail(errc::bad_value, "policy.ablation", "needs policy kind \"dual\"");
     }
     r.integer(s, "policy", "hidden", p.hidden, 1);
     r.integer(s, "policy", "steps", p.steps, 0);

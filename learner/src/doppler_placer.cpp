@@ -9,7 +9,10 @@ class doppler_placer final : public placer {
  public:
   explicit doppler_placer(policy pol)
       : pol_(std::move(pol)),
-        name_(pol_.options().kind == policy_kind::dual ? "doppler" : "doppler-" + policy_kind_name(pol_.options().kind)) {}
+        name_(pol_.options().kind != policy_kind::dual ? "doppler-" + policy_kind_name(pol_.options().kind)
+              : pol_.options().ablation != policy_ablation::none
+                  ? "doppler-" + policy_ablation_name(pol_.options().ablation)
+                  : "doppler") {}
   std::string_view name() const noexcept override { return name_; }
   placement place(const graph& g, const cluster& c, const cost_model& cm, const placer_options& opt) override {
     problem pb(g, c, cm, opt.respect_memory);

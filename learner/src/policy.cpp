@@ -42,6 +42,37 @@ policy_kind parse_policy_kind(const std::string& name) {
   throw error(errc::bad_argument, "learner: unknown policy kind '" + name + "' (dual, joint, placeto, gdp)");
 }
 
+std::string policy_ablation_name(policy_ablation a) {
+  switch (a) {
+    case policy_ablation::sel_only: return "sel-only";
+    case policy_ablation::plc_only: return "plc-only";
+    default: return "none";
+  }
+}
+
+policy_ablation parse_policy_ablation(const std::string& name) {
+  for (auto a : {policy_ablation::none, policy_ablation::sel_only, policy_ablation::plc_only})
+    if (name == policy_ablation_name(a)) return a;
+  throw error(errc::bad_argument, "learner: unknown ablation '" + name + "' (none, sel-only, plc-only)");
+}
+
+namespace {
+
+/// Head ablations: the heuristic head's terms are zeroed, so neither loss nor log π sees them.
+void mask_ablation(detail::step_terms& st, policy_ablation a) {
+  if (a == policy_ablation::plc_only) {
+    st.sel_lp = torch::zeros_like(st.sel_lp);
+    st.sel_taken = torch::zeros_like(st.sel_taken);
+    st.sel_ent = torch::zeros_like(st.sel_ent);
+  } else if (a == policy_ablation::sel_only) {
+    st.plc_lp = torch::zeros_like(st.plc_lp);
+    st.plc_taken = torch::zeros_like(st.plc_taken);
+    st.plc_ent = torch::zeros_like(st.plc_ent);
+  }
+}
+
+}  // namespace
+
 problem::problem(const graph& g, const cluster& c, const cost_model& cm, bool respect_memory)
     : g_(&g), c_(&c), cm_(&cm), f_(compute_features(g, c, cm)), respect_memory_(respect_memory),
       key_(next_problem_key++) {}
@@ -164,6 +195,9 @@ struct policy::impl {
 policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
   if (opt.hidden < 1 || opt.steps < 0 || opt.proj < 1 || opt.mlp < 1)
     throw error(errc::bad_argument, "learner: policy sizes must be positive");
+  if (opt.ablation != policy_ablation::none && opt.kind != policy_kind::dual)
+    throw error(errc::bad_argument, "learner: ablation " + policy_ablation_name(opt.ablation) +
+                                        " needs policy kind dual, not " + policy_kind_name(opt.kind));
 }
 policy::~policy() = default;
 policy::policy(policy&&) noexcept = default;
@@ -320,6 +354,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   }
   std::vector<float> dev_sum(n_dev * m, 0.0f), proj(p), hid(m);
   const bool joint = impl_->opt.kind == policy_kind::joint;
+  const policy_ablation abl = impl_->opt.ablation;
   std::vector<double> z;
   std::vector<op_index> t_ops;
   std::vector<device_index> t_devs;
@@ -332,12 +367,20 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
       joint_step(env, c, n_dev, p, m, ready, dev_sum, o, rng, ep, t_ops, t_devs);
       continue;
     }
-    // SEL: static logits over the ready set.
-    z.resize(ready.size());
-    for (std::size_t i = 0; i < ready.size(); ++i) z[i] = c.sel[ready[i]] / tau;
-    auto [ri, lp_sel] = choose(z, o, rng);
-    const op_index v = ready[ri];
-    if (o.teacher) env.teacher_ops(t_ops);
+    // SEL: static logits over the ready set (plc-only: the teacher's op, cp's order).
+    op_index v = 0;
+    double lp_sel = 0;
+    if (abl == policy_ablation::plc_only) {
+      env.teacher_ops(t_ops);
+      v = t_ops.front();
+    } else {
+      z.resize(ready.size());
+      for (std::size_t i = 0; i < ready.size(); ++i) z[i] = c.sel[ready[i]] / tau;
+      auto [ri, lp] = choose(z, o, rng);
+      v = ready[ri];
+      lp_sel = lp;
+      if (o.teacher) env.teacher_ops(t_ops);
+    }
     // PLC: per-device MLP over the dynamic features plus the cached per-op and per-device terms.
     std::span<float> feat(&ep.dev_feat[t * n_dev * nf], n_dev * nf);
     std::span<std::uint8_t> valid(&ep.dev_valid[t * n_dev], n_dev);
@@ -353,7 +396,14 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     }
     if (std::none_of(valid.begin(), valid.end(), [](std::uint8_t x) { return x != 0; }))
       env.assign(v, 0);  // throws errc::infeasible naming the op
-    auto [dev, lp_plc] = choose(z, o, rng);
+    std::size_t dev = 0;
+    double lp_plc = 0;
+    if (abl == policy_ablation::sel_only) {  // the teacher's device (valid, minimum EST)
+      env.teacher_devices(v, t_devs);
+      dev = t_devs.front();
+    } else {
+      std::tie(dev, lp_plc) = choose(z, o, rng);
+    }
     ep.log_prob += lp_sel + lp_plc;
     if (o.teacher) {
       env.teacher_devices(v, t_devs);
@@ -371,7 +421,8 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     env.assign(v, static_cast<device_index>(dev));
   }
   ep.result = env.result();
-  ep.result.method = joint ? "doppler-joint" : "doppler";
+  ep.result.method = joint ? "doppler-joint"
+                   : abl == policy_ablation::none ? "doppler" : "doppler-" + policy_ablation_name(abl);
   return ep;
 }
 
@@ -461,6 +512,7 @@ double policy::imitation_update(const problem& pb, std::span<const episode> eps)
     if (ep.teacher_op_off.empty()) throw error(errc::bad_argument, "learner: imitation needs teacher labels");
     auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
     auto st = impl_->model->terms(e, et, 1.0);
+    mask_ablation(st, impl_->opt.ablation);
     auto l = et.teacher_pairs.defined()
                  ? (st.sel_lp * et.teacher_pairs.to(torch::kFloat)).sum()
                  : (st.sel_lp * et.teacher_ops.to(torch::kFloat)).sum() +
@@ -495,6 +547,7 @@ double policy::reinforce_update(const problem& pb, std::span<const episode> eps,
     const auto t = static_cast<std::int64_t>(ep.steps());
     auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
     auto st = impl_->model->terms(e, et, ep.temperature);
+    mask_ablation(st, impl_->opt.ablation);
     // γ^(T−1−t): the episode's reward is discounted back to earlier steps.
     auto disc = torch::pow(torch::full({t}, gamma, torch::kDouble),
                            torch::arange(t - 1, -1, -1, torch::kDouble)).to(torch::kFloat);
@@ -521,6 +574,7 @@ double policy::recompute_log_prob(const problem& pb, const episode& ep) {
   auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
   auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
   auto st = impl_->model->terms(e, et, ep.temperature);
+  mask_ablation(st, impl_->opt.ablation);
   return (st.sel_taken.to(torch::kDouble).sum() + st.plc_taken.to(torch::kDouble).sum()).item<double>();
 }
 
@@ -548,7 +602,8 @@ void policy::save(const std::string& path) const {
     ar.write("doppler_format", torch::tensor(std::int64_t{1}));
     ar.write("options", torch::tensor({std::int64_t{o.hidden}, std::int64_t{o.steps},
                                        std::int64_t{o.proj}, std::int64_t{o.mlp},
-                                       std::int64_t{static_cast<int>(o.kind)}}));
+                                       std::int64_t{static_cast<int>(o.kind)},
+                                       std::int64_t{static_cast<int>(o.ablation)}}));
     impl_->model->save(net_ar);
     impl_->adam->save(adam_ar);
     ar.write("net", net_ar);
@@ -581,6 +636,11 @@ policy policy::load(const std::string& path) {
       if (a[4] < 0 || a[4] > static_cast<std::int64_t>(policy_kind::gdp))
         throw error(errc::bad_value, path, "", "unknown policy kind " + std::to_string(a[4]));
       o.kind = static_cast<policy_kind>(a[4]);
+    }
+    if (opts.numel() > 5) {  // absent: none
+      if (a[5] < 0 || a[5] > static_cast<std::int64_t>(policy_ablation::plc_only))
+        throw error(errc::bad_value, path, "", "unknown ablation " + std::to_string(a[5]));
+      o.ablation = static_cast<policy_ablation>(a[5]);
     }
     policy pol(o);
     ar.read("net", net_ar);

@@ -40,6 +40,17 @@ policy_kind parse_policy_kind(const std::string& name);
 /// True for the topological-order baselines (placeto, gdp).
 inline bool is_baseline(policy_kind k) { return k == policy_kind::placeto || k == policy_kind::gdp; }
 
+/// Head ablations of the dual policy (issue 5): one head learned, the other replaced by the cp
+/// teacher's rule, so only the learned head's log-probabilities enter imitation and REINFORCE.
+/// - sel_only: SEL picks the op; its device is the first of the teacher's (valid, minimum EST).
+/// - plc_only: the op is the first of the teacher's (ready, maximum bottom level: cp's order); PLC
+///   picks its device.
+enum class policy_ablation : std::uint8_t { none, sel_only, plc_only };
+/// "none" / "sel-only" / "plc-only".
+std::string policy_ablation_name(policy_ablation a);
+/// Parses a policy_ablation_name (errc::bad_argument otherwise).
+policy_ablation parse_policy_ablation(const std::string& name);
+
 /// Network sizes. Defaults are smaller than the paper's (128 dims, 6 steps) for CPU speed.
 struct policy_options {
   int hidden = 64;         ///< embedding dims of the encoder
@@ -48,8 +59,11 @@ struct policy_options {
   int mlp = 64;            ///< hidden units of the SEL and PLC MLPs
   std::uint64_t seed = 0;  ///< weight initialization
   policy_kind kind = policy_kind::dual;  ///< DOPPLER's dual policy, the ablation or a baseline
+  /// dual only (the policy constructor refuses it for other kinds); saved in checkpoints.
+  policy_ablation ablation = policy_ablation::none;
 
   policy_options& with_kind(policy_kind k) { kind = k; return *this; }
+  policy_options& with_ablation(policy_ablation a) { ablation = a; return *this; }
   policy_options& with_hidden(int h) { hidden = h; return *this; }
   policy_options& with_steps(int s) { steps = s; return *this; }
   policy_options& with_proj(int p) { proj = p; return *this; }
