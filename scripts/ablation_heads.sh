@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 5 head ablations at the budget of docs/learner.md's "Ablation" section: dual (re-run as
 # reference), sel-only, plc-only (100 imitation + 300 RL episodes) and dual without imitation
-# (0 + 300, then 0 + 400), four 4-device paper graphs, seeds 0, 1, 2, run one after another. Usage: scripts/ablation_heads.sh OUTDIR
-# (DOPPLER=path/to/doppler; default build/release/cli/doppler). Logs go to OUTDIR/<config>-<graph>-s<seed>.log.
+# (0 + 300, then 0 + 400), four 4-device paper graphs, seeds 0, 1, 2, run one after another.
+# Usage: scripts/ablation_heads.sh OUTDIR (DOPPLER=path/to/doppler, default build/release/cli/doppler;
+# SEEDS="3 4 ..." for other seeds). Logs go to OUTDIR/<config>-<graph>-s<seed>.log.
 set -euo pipefail
 out=${1:?usage: $0 OUTDIR}
 bin=${DOPPLER:-build/release/cli/doppler}
@@ -14,7 +15,7 @@ configs=("dual:--il-episodes 100 --rl-episodes 300"
          "noil400:--il-episodes 0 --rl-episodes 400")
 for cfg in "${configs[@]}"; do
   name=${cfg%%:*}; args=${cfg#*:}
-  for s in 0 1 2; do
+  for s in ${SEEDS:-0 1 2}; do
     for g in chain_mm_112nodes ffnn_192nodes transformer_block_215nodes full_transformer_layer_261nodes; do
       log=$out/$name-$g-s$s.log
       [[ -s $log ]] && continue
