@@ -1,5 +1,7 @@
 // `doppler run` and `doppler calibrate` end to end through the built command.
 #include <doctest/doctest.h>
+
+#include "../temp_dir.hpp"
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -31,16 +33,6 @@ result sh(const std::string& cmd) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
-
-struct temp_dir {
-  fs::path path = fs::temp_directory_path() / ("doppler_actor_cli_" + std::to_string(::getpid()));
-  temp_dir() { fs::create_directories(path); }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& f) const { return (path / f).string(); }
-};
 
 }  // namespace
 

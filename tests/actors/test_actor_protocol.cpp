@@ -32,6 +32,18 @@ struct fixture {
     sys = std::make_unique<caf::actor_system>(cfg);
     sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
   }
+
+  /// Spawns a dispatcher for `plan`, starts it and runs the coordinator until nothing is left to do;
+  /// returns the run's report.
+  run_report run_to_report(std::shared_ptr<run_plan> plan) {
+    auto disp = spawn_dispatcher(*sys, std::move(plan));
+    caf::scoped_actor self{*sys, true};
+    self->send(disp, run_atom::value);
+    sched->run();
+    run_report rep;
+    self->receive([&](run_report& r) { rep = std::move(r); });
+    return rep;
+  }
 };
 
 graph three_ops() {
@@ -183,13 +195,7 @@ TEST_CASE("the message sequence of a 3-op graph over two devices (dispatcher rel
   auto g = std::make_shared<const graph>(three_ops());
   std::vector<device_actor> devs{f.sys->spawn(fake_device, device_index{0}, log, g.get()),
                                  f.sys->spawn(fake_device, device_index{1}, log, g.get())};
-  auto plan = make_plan(devs, false);
-  auto disp = spawn_dispatcher(*f.sys, plan);
-  caf::scoped_actor self{*f.sys, true};
-  self->send(disp, run_atom::value);
-  f.sched->run();
-  run_report rep;
-  self->receive([&](run_report& r) { rep = std::move(r); });
+  run_report rep = f.run_to_report(make_plan(devs, false));
   CHECK(rep.ok);
   CHECK(rep.transfers == 2);
   CHECK(rep.bytes_moved == 128);
@@ -213,12 +219,7 @@ TEST_CASE("the message sequence of a 3-op graph over two devices (device release
                                  f.sys->spawn(releasing_device, device_index{1}, log)};
   auto plan = make_plan(devs);
   REQUIRE(plan->released_by_devices());
-  auto disp = spawn_dispatcher(*f.sys, plan);
-  caf::scoped_actor self{*f.sys, true};
-  self->send(disp, run_atom::value);
-  f.sched->run();
-  run_report rep;
-  self->receive([&](run_report& r) { rep = std::move(r); });
+  run_report rep = f.run_to_report(plan);
   CHECK(rep.ok);
   CHECK(rep.transfers == 2);
   CHECK(rep.bytes_moved == 128);
@@ -257,12 +258,7 @@ TEST_CASE("real device actors (null backend) under the test coordinator") {
     pl->mode = mode;
     pl->device_release = device_release;
     pl->run = ++run;
-    auto disp = spawn_dispatcher(*f.sys, pl);
-    caf::scoped_actor self{*f.sys, true};
-    self->send(disp, run_atom::value);
-    f.sched->run();
-    run_report rep;
-    self->receive([&](run_report& r) { rep = std::move(r); });
+    run_report rep = f.run_to_report(pl);
     CHECK(rep.ok);
     CHECK(rep.transfers == 2);
     std::size_t ops = 0;

@@ -12,6 +12,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../temp_dir.hpp"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -427,15 +429,8 @@ TEST_CASE("a worker with a token refuses a wrong or missing token clearly, accep
 
 TEST_CASE("a cluster file with host names: workers started with --name serve their host's devices") {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("doppler_remote_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  struct cleanup {
-    fs::path p;
-    ~cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } rm{dir};
+  temp_dir scratch("doppler_remote");
+  const fs::path& dir = scratch.path;
   cluster base = make_preset("cpu:4");
   std::vector<device> devs(base.devices().begin(), base.devices().end());
   for (std::size_t d = 0; d < devs.size(); ++d) devs[d].host = d < 2 ? "node0" : "node1";
@@ -465,15 +460,8 @@ TEST_CASE("a cluster file with host names: workers started with --name serve the
 
 TEST_CASE("TLS: a worker and an engine with certificates run over CAF's openssl module") {
   namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("doppler_tls_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  struct cleanup {
-    fs::path p;
-    ~cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } rm{dir};
+  temp_dir scratch("doppler_tls");
+  const fs::path& dir = scratch.path;
   std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
   auto made = sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " + key +
                  " -out " + cert);

@@ -1,6 +1,8 @@
 // The `doppler` command end to end: runs the built binary in a temporary directory and checks exit
 // codes, outputs and error messages.
 #include <doctest/doctest.h>
+
+#include "../temp_dir.hpp"
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
@@ -19,24 +21,6 @@ namespace {
 const std::string cli = DOPPLER_CLI_PATH;
 const std::string paper_dir = DOPPLER_PAPER_DIR;
 
-/// A fresh temporary directory, removed at the end of the test case.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    path = fs::temp_directory_path() / ("doppler_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-  std::string operator/(const std::string& f) const { return (path / f).string(); }
-};
 
 struct result {
   int rc = -1;

@@ -344,12 +344,12 @@ TEST_CASE("a transfer planner that never plans leaves cp's and heft's placements
     for (const char* m : {"cp", "heft"}) {
       CAPTURE(name);
       CAPTURE(m);
-      auto stub = std::make_shared<never_plans>();
+      auto declining = std::make_shared<never_plans>();
       placer_options with;
-      with.sim.transfers = stub;
+      with.sim.transfers = declining;
       placement a = make_placer(m)->place(g, c, cm, placer_options{});
       placement b = make_placer(m)->place(g, c, cm, with);
-      CHECK(stub->calls > 0);  // consulted: multi-consumer tensors and routes through a GPU
+      CHECK(declining->calls > 0);  // consulted: multi-consumer tensors and routes through a GPU
       CHECK(a.device == b.device);
       CHECK(a.order == b.order);
     }
