@@ -95,6 +95,9 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--normalize-advantages", o->t.normalize_advantages,
                   "Phase II/III: divide advantages by the batch's cost spread (true|false)")->capture_default_str();
+  cmd->add_option("--advantage-floor", o->t.advantage_floor,
+                  "Phase II: the smallest relative cost spread advantages are divided by (0: no floor, the rule "
+                  "before the floor existed)")->capture_default_str();
   cmd->add_option("--temperature", o->t.temperature, "Phase II sampling temperature")->capture_default_str();
   cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->capture_default_str();
   cmd->add_option("--hidden", o->p.hidden, "Encoder dims (paper: 128)")->capture_default_str();
@@ -135,6 +138,7 @@ void add_train(CLI::App& app) {
       if (given("--entropy")) t.entropy = o->t.entropy;
       if (given("--baseline-decay")) t.baseline_decay = o->t.baseline_decay;
       if (given("--normalize-advantages")) t.normalize_advantages = o->t.normalize_advantages;
+      if (given("--advantage-floor")) t.advantage_floor = o->t.advantage_floor;
       if (given("--temperature")) t.temperature = o->t.temperature;
       if (given("--seed")) t.seed = o->t.seed;
       if (given("--hidden")) p.hidden = o->p.hidden;

@@ -226,6 +226,51 @@ void print_run(const nlohmann::json& j, std::ostream& os) {
   }
 }
 
+/// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0; at <= s.size();) {
+    auto comma = std::min(s.find(',', at), s.size());
+    if (comma > at) out.push_back(s.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+/// One learned row of `compare`: a name (empty: the policy's own) and its checkpoints.
+struct policy_row {
+  std::string name;
+  std::vector<std::string> files;
+};
+
+/// `--policy [NAME=]A.pt[,B.pt...]` values.
+std::vector<policy_row> parse_policy_rows(const std::vector<std::string>& values) {
+  std::vector<policy_row> rows;
+  for (const auto& v : values) {
+    policy_row r;
+    auto eq = v.find('=');
+    std::string list = v;
+    if (eq != std::string::npos) {
+      r.name = v.substr(0, eq);
+      list = v.substr(eq + 1);
+      if (r.name.empty()) throw error(errc::bad_argument, "", "--policy", "empty row name in '" + v + "'");
+    }
+    r.files = split_list(list);
+    if (r.files.empty()) throw error(errc::bad_argument, "", "--policy", "no checkpoint in '" + v + "'");
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+/// One row of `compare`'s table from the makespans and placing times of its seeds (or checkpoints).
+nlohmann::json compare_row(const std::string& name, const std::vector<double>& spans,
+                           const std::vector<double>& times, double lb, bool learned) {
+  auto st = summarize(spans);
+  return {{"method", name}, {"learned", learned}, {"makespan_s", st.mean}, {"std_s", st.std}, {"best_s", st.min},
+          {"runs", spans.size()}, {"ratio_lower_bound", lb > 0 ? st.mean / lb : 0.0},
+          {"place_time_s", std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size())}};
+}
+
 }  // namespace
 
 void add_sim_commands(CLI::App& app) {
@@ -366,30 +411,47 @@ void add_sim_commands(CLI::App& app) {
     struct opts {
       sim_flags f;
       std::string methods = "single,round-robin,random,cp,heft,m-etf,metis,search", csv, svg;
+      std::vector<std::string> policies;
       int seeds = 5, budget = 2000;
       bool json = false;
     };
     auto o = std::make_shared<opts>();
     add_sim_flags(cmd, o->f);
-    cmd->add_option("--methods", o->methods, "Comma-separated methods:" + methods)->capture_default_str();
+    cmd->add_option("--methods", o->methods, "Comma-separated methods (none: only the --policy rows):" + methods)
+        ->capture_default_str();
+    cmd->add_option("--policy", o->policies,
+                    "A learned row: [NAME=]A.pt[,B.pt,...], checkpoints of `doppler train` (any --policy-kind), "
+                    "e.g. one per training seed; the row's mean ± std is over their greedy placements. NAME "
+                    "defaults to the policy's kind (doppler, doppler-gdp, ...). Repeatable");
     cmd->add_option("--seeds", o->seeds, "Seeds per method (0..N-1): makespan mean ± std over them")->capture_default_str();
     cmd->add_option("--budget", o->budget, "search: simulator evaluations per seed")->capture_default_str();
     cmd->add_option("--csv", o->csv, "Write the table as CSV");
     cmd->add_option("--svg", o->svg, "Write a bar chart as SVG");
     cmd->add_flag("--json", o->json, "Print one JSON object with a `rows` list");
     cmd->callback([o] {
+#ifndef DOPPLER_HAVE_LEARNER
+      if (!o->policies.empty()) forward_to_learn_twin();  // learned rows need LibTorch (doppler-learn)
+#endif
       auto [g, c, cm, so] = load_setup(o->f);
       if (o->seeds < 1) throw error(errc::bad_argument, "", "--seeds", "must be at least 1");
-      std::vector<std::string> names;
-      for (std::size_t at = 0; at <= o->methods.size();) {
-        auto comma = std::min(o->methods.find(',', at), o->methods.size());
-        if (comma > at) names.push_back(o->methods.substr(at, comma - at));
-        at = comma + 1;
-      }
-      if (names.empty()) throw error(errc::bad_argument, "", "--methods", "no method named");
+      std::vector<std::string> names = split_list(o->methods);
+      if (names.empty() && o->policies.empty())
+        throw error(errc::bad_argument, "", "--methods", "no method named (and no --policy)");
       for (auto& n : names) make_placer(n);  // unknown names fail before any work
+      auto learned = parse_policy_rows(o->policies);
       double lb = makespan_lower_bound(g, c, cm, so);
       nlohmann::json rows = nlohmann::json::array();
+#ifdef DOPPLER_HAVE_LEARNER
+      // Learned rows first in the work, last in the table: every checkpoint loads before any
+      // placer runs, so a bad file fails fast; greedy placement is deterministic, so each
+      // checkpoint places once (its "seed" is the training seed behind it).
+      std::vector<std::vector<std::unique_ptr<placer>>> learned_placers;
+      for (auto& row : learned) {
+        learned_placers.emplace_back();
+        for (auto& file : row.files) learned_placers.back().push_back(make_doppler_placer(file));
+        if (row.name.empty()) row.name = std::string(learned_placers.back().front()->name());
+      }
+#endif
       for (auto& n : names) {
         std::vector<double> spans, times;
         for (int s = 0; s < o->seeds; ++s) {
@@ -405,24 +467,52 @@ void add_sim_commands(CLI::App& app) {
           check_placement(p, g, c);
           spans.push_back(simulate(g, c, p, cm, so).makespan);
         }
-        auto st = summarize(spans);
-        rows.push_back({{"method", n}, {"makespan_s", st.mean}, {"std_s", st.std}, {"best_s", st.min},
-                        {"ratio_lower_bound", lb > 0 ? st.mean / lb : 0.0},
-                        {"place_time_s", std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size())}});
+        rows.push_back(compare_row(n, spans, times, lb, false));
       }
-      double best = rows[0]["makespan_s"].get<double>();
-      for (auto& r : rows) best = std::min(best, r["makespan_s"].get<double>());
-      for (auto& r : rows) r["ratio_best"] = best > 0 ? r["makespan_s"].get<double>() / best : 0.0;
+#ifdef DOPPLER_HAVE_LEARNER
+      for (std::size_t k = 0; k < learned.size(); ++k) {
+        std::vector<double> spans, times;
+        for (std::size_t i = 0; i < learned[k].files.size(); ++i) {
+          placer_options po;
+          po.sim = so;
+          auto t0 = std::chrono::steady_clock::now();
+          placement p = learned_placers[k][i]->place(g, c, cm, po);
+          times.push_back(seconds_since(t0));
+          check_placement(p, g, c);
+          spans.push_back(simulate(g, c, p, cm, so).makespan);
+        }
+        auto row = compare_row(learned[k].name, spans, times, lb, true);
+        row["policies"] = learned[k].files;
+        rows.push_back(std::move(row));
+      }
+#endif
+      // ratio_best: to the best row; ratio_best_heuristic: to the best non-learned row (the issue's
+      // "DOPPLER vs the best non-learned placer"), present when there is one.
+      double best = rows[0]["makespan_s"].get<double>(), best_heuristic = 0;
+      std::string best_heuristic_name;
+      for (auto& r : rows) {
+        best = std::min(best, r["makespan_s"].get<double>());
+        if (!r["learned"].get<bool>() && (best_heuristic == 0 || r["makespan_s"].get<double>() < best_heuristic)) {
+          best_heuristic = r["makespan_s"].get<double>();
+          best_heuristic_name = r["method"].get<std::string>();
+        }
+      }
+      for (auto& r : rows) {
+        r["ratio_best"] = best > 0 ? r["makespan_s"].get<double>() / best : 0.0;
+        if (best_heuristic > 0) r["ratio_best_heuristic"] = r["makespan_s"].get<double>() / best_heuristic;
+      }
       nlohmann::json out = {{"graph", g.name()}, {"cluster", c.name()}, {"model", o->f.model}, {"mode", o->f.mode},
                             {"transfers", o->f.transfers},
                             {"seeds", o->seeds}, {"lower_bound_s", lb}, {"rows", rows}};
+      if (!best_heuristic_name.empty()) out["best_heuristic"] = best_heuristic_name;
       if (!o->csv.empty()) {
-        std::string csv = "method,makespan_mean_s,makespan_std_s,makespan_best_s,ratio_lower_bound,ratio_best,place_time_s\n";
+        std::string csv =
+            "method,makespan_mean_s,makespan_std_s,makespan_best_s,ratio_lower_bound,ratio_best,place_time_s,learned\n";
         for (auto& r : rows)
-          csv += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.6f},{:.6f},{:.6g}\n", r["method"].get<std::string>(),
+          csv += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.6f},{:.6f},{:.6g},{}\n", r["method"].get<std::string>(),
                              r["makespan_s"].get<double>(), r["std_s"].get<double>(), r["best_s"].get<double>(),
                              r["ratio_lower_bound"].get<double>(), r["ratio_best"].get<double>(),
-                             r["place_time_s"].get<double>());
+                             r["place_time_s"].get<double>(), r["learned"].get<bool>() ? 1 : 0);
         write_file_atomic(o->csv, csv);
       }
       if (!o->svg.empty())
@@ -433,13 +523,19 @@ void add_sim_commands(CLI::App& app) {
       }
       std::cout << fmt::format("{} on {}: {} model, {} mode, {} seed(s); lower bound {:.6g} s\n", g.name(), c.name(),
                                o->f.model, o->f.mode, o->seeds, lb);
-      std::cout << fmt::format("{:<12} {:>24} {:>12} {:>8} {:>8} {:>10}\n", "method", "makespan s (mean ± std)",
+      std::cout << fmt::format("{:<16} {:>24} {:>12} {:>8} {:>8} {:>10}\n", "method", "makespan s (mean ± std)",
                                "best s", "/bound", "/best", "place s");
       for (auto& r : rows)
-        std::cout << fmt::format("{:<12} {:>12.6g} ± {:<9.3g} {:>12.6g} {:>8.3f} {:>8.3f} {:>10.3g}\n",
+        std::cout << fmt::format("{:<16} {:>12.6g} ± {:<9.3g} {:>12.6g} {:>8.3f} {:>8.3f} {:>10.3g}\n",
                                  r["method"].get<std::string>(), r["makespan_s"].get<double>(), r["std_s"].get<double>(),
                                  r["best_s"].get<double>(), r["ratio_lower_bound"].get<double>(),
                                  r["ratio_best"].get<double>(), r["place_time_s"].get<double>());
+      if (!best_heuristic_name.empty())
+        for (auto& r : rows)
+          if (r["learned"].get<bool>())
+            std::cout << fmt::format("{}: {:.3f}x the best non-learned method ({}), over {} checkpoint(s)\n",
+                                     r["method"].get<std::string>(), r["ratio_best_heuristic"].get<double>(),
+                                     best_heuristic_name, r["runs"].get<std::size_t>());
       if (!o->csv.empty()) std::cout << "wrote " << o->csv << "\n";
       if (!o->svg.empty()) std::cout << "wrote " << o->svg << "\n";
     });

@@ -34,6 +34,24 @@ double score(const problem& pb, const placement& p, const sim_options& opt) {
   return simulate(pb.g(), pb.c(), p, pb.cm(), opt).makespan;
 }
 
+std::vector<double> reinforce_advantages(const std::vector<double>& costs, double baseline, bool normalize,
+                                         double floor) {
+  std::vector<double> adv;
+  adv.reserve(costs.size());
+  for (double c : costs) adv.push_back(baseline > 0 ? (baseline - c) / baseline : 0.0);
+  if (!normalize || costs.size() < 2 || !(baseline > 0)) return adv;
+  double mean = 0, var = 0;
+  for (double c : costs) mean += c;
+  mean /= static_cast<double>(costs.size());
+  for (double c : costs) var += (c - mean) * (c - mean);
+  // The batch's relative spread, floored: dividing by a tiny spread would turn the baseline offset
+  // into huge same-signed advantages. All-equal costs (σ ≤ 1e-9) are left unscaled.
+  const double sd = std::sqrt(var / static_cast<double>(costs.size())) / baseline;
+  if (!(sd > 1e-9)) return adv;
+  for (double& a : adv) a /= std::max(sd, floor);
+  return adv;
+}
+
 agreement teacher_agreement(policy& pol, const problem& pb) {
   rollout_options o;
   o.teacher = true;
@@ -124,15 +142,7 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
                         : opt.baseline_decay > 0 ? ema
                                                  : cost_sum / static_cast<double>(cost_n);
       ema = cost_n == 0 ? batch_mean : opt.baseline_decay * ema + (1 - opt.baseline_decay) * batch_mean;
-      adv.clear();
-      for (double c : costs) adv.push_back(baseline > 0 ? (baseline - c) / baseline : 0.0);
-      if (opt.normalize_advantages && adv.size() > 1) {  // unit scale: the policy term dominates β·H
-        double var = 0;
-        for (double c : costs) var += (c - batch_mean) * (c - batch_mean);
-        double sd = std::sqrt(var / static_cast<double>(costs.size())) / std::max(baseline, 1e-300);
-        if (sd > 1e-9)
-          for (double& a : adv) a /= sd;
-      }
+      adv = reinforce_advantages(costs, baseline, opt.normalize_advantages, opt.advantage_floor);
       double loss = pol.reinforce_update(pb, batch, adv, opt.gamma, lerp(opt.entropy, opt.entropy_final, x));
       for (std::size_t i = 0; i < batch.size(); ++i) {
         cost_sum += costs[i];

@@ -217,3 +217,61 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   CHECK(missing.code != 0);
   CHECK(missing.out.find("none.pt") != std::string::npos);
 }
+
+TEST_CASE("doppler compare --policy: learned rows next to the placers, ratio to the best non-learned one") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  const std::string g = " --graph " + (t / "g.json") + " --cluster cpu:4";
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  for (int s : {0, 1})
+    REQUIRE(sh(cli + " train" + g + " --model wc --il-episodes 8 --rl-episodes 8 --hidden 16 --steps 2 --seed " +
+               std::to_string(s) + " -o " + (t / ("d" + std::to_string(s) + ".pt"))).code == 0);
+  REQUIRE(sh(cli + " train" + g + " --model wc --il-episodes 4 --rl-episodes 4 --hidden 16 --steps 2 --policy-kind gdp -o " +
+             (t / "gdp.pt")).code == 0);
+  auto r = sh(cli + " compare" + g + " --methods cp,heft --seeds 2 --policy " + (t / "d0.pt") + "," + (t / "d1.pt") +
+              " --policy base=" + (t / "gdp.pt") + " --json --csv " + (t / "c.csv"));
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  auto& rows = j["rows"];
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0]["method"] == "cp");
+  CHECK(rows[0]["learned"] == false);
+  CHECK(rows[2]["method"] == "doppler");  // named by the checkpoints' policy kind
+  CHECK(rows[2]["learned"] == true);
+  CHECK(rows[2]["runs"] == 2);
+  CHECK(rows[3]["method"] == "base");
+  const double best_placer = std::min(rows[0]["makespan_s"].get<double>(), rows[1]["makespan_s"].get<double>());
+  CHECK(j["best_heuristic"] == (rows[0]["makespan_s"].get<double>() <= rows[1]["makespan_s"].get<double>() ? "cp" : "heft"));
+  CHECK(rows[2]["ratio_best_heuristic"].get<double>() ==
+        doctest::Approx(rows[2]["makespan_s"].get<double>() / best_placer));
+  // The learned row is the mean of the checkpoints' greedy placements, as `place --method doppler` gives them.
+  double sum = 0;
+  for (int s : {0, 1}) {
+    auto p = t / ("p" + std::to_string(s) + ".json");
+    REQUIRE(sh(cli + " place" + g + " --method doppler --policy " + (t / ("d" + std::to_string(s) + ".pt")) + " -o " + p)
+                .code == 0);
+    auto sim = sh(cli + " simulate" + g + " --placement " + p + " --json");
+    REQUIRE(sim.code == 0);
+    sum += nlohmann::json::parse(sim.out)["makespan_s"].get<double>();
+  }
+  CHECK(rows[2]["makespan_s"].get<double>() == doctest::Approx(sum / 2).epsilon(1e-9));
+  std::ifstream csv(t / "c.csv");
+  std::string header;
+  std::getline(csv, header);
+  CHECK(header.find(",learned") != std::string::npos);
+  // Bad input: a missing checkpoint names itself; an empty row name or list is refused.
+  auto missing = sh(cli + " compare" + g + " --methods cp --policy " + (t / "none.pt"));
+  CHECK(missing.code != 0);
+  CHECK(missing.out.find("none.pt") != std::string::npos);
+  CHECK(sh(cli + " compare" + g + " --methods cp --policy =" + (t / "d0.pt")).code == 2);
+  CHECK(sh(cli + " compare" + g + " --methods cp --policy name=").code == 2);
+  // Only learned rows: --methods may be empty.
+  auto only = sh(cli + " compare" + g + " --methods '' --policy " + (t / "d0.pt") + " --json");
+  CAPTURE(only.out);
+  REQUIRE(only.code == 0);
+  CHECK(nlohmann::json::parse(only.out)["rows"].size() == 1);
+}

@@ -80,3 +80,27 @@ TEST_CASE("phase II: REINFORCE improves makespan over its initial policy") {
   CHECK(svg.find("t&lt;1&gt;") != std::string::npos);
   CHECK(svg.find("polyline") != std::string::npos);
 }
+
+TEST_CASE("advantages: relative to the baseline, normalized by the batch spread, floored") {
+  // No normalization: (baseline − cost) / baseline.
+  auto raw = reinforce_advantages({90, 110}, 100, false);
+  REQUIRE(raw.size() == 2);
+  CHECK(raw[0] == doctest::Approx(0.1));
+  CHECK(raw[1] == doctest::Approx(-0.1));
+  // A spread above the floor: divided by σ / baseline = 10 / 100.
+  auto norm = reinforce_advantages({90, 110}, 100, true, 0.01);
+  CHECK(norm[0] == doctest::Approx(1.0));
+  CHECK(norm[1] == doctest::Approx(-1.0));
+  // Costs 1e-5 relative apart, 5% under the baseline: without the floor the offset is amplified
+  // 10^4-fold into same-signed advantages; with it they stay bounded by 5% / 1% = 5.
+  std::vector<double> close = {95.0, 95.0 + 95e-5};
+  auto unfloored = reinforce_advantages(close, 100, true, 0.0);
+  auto floored = reinforce_advantages(close, 100, true, 0.01);
+  CHECK(unfloored[0] > 1000);
+  CHECK(floored[0] == doctest::Approx(0.05 / 0.01));
+  CHECK(floored[1] == doctest::Approx((100 - close[1]) / 100 / 0.01));
+  // All-equal costs are left unscaled, one episode is never normalized.
+  auto equal = reinforce_advantages({95, 95}, 100, true, 0.01);
+  CHECK(equal[0] == doctest::Approx(0.05));
+  CHECK(reinforce_advantages({80}, 100, true)[0] == doctest::Approx(0.2));
+}

@@ -38,7 +38,8 @@ struct train_options {
   double entropy = 0.01;        ///< entropy bonus at the start of phase II ...
   double entropy_final = 0.001; ///< ... and at its end (linear)
   double gamma = 0.99;          ///< discount of the episode reward to earlier steps
-  bool normalize_advantages = true;   ///< divide advantages by the batch's relative cost σ
+  bool normalize_advantages = true;   ///< divide advantages by the batch's relative cost σ ...
+  double advantage_floor = 0.01;      ///< ... or by this, when σ is smaller (reinforce_advantages)
   double baseline_decay = 0;    ///< 0: running mean of all costs (the paper); else EMA decay per update
   sim_options sim;              ///< the simulator that scores placements (model simple|wc, streams)
   /// Phase II model selection: every this many updates the greedy placement is simulated, and the
@@ -76,6 +77,14 @@ struct train_result {
 
 /// Simulated makespan of a placement under `opt`.
 double score(const problem& pb, const placement& p, const sim_options& opt);
+
+/// REINFORCE advantages of one batch: (baseline − cost) / baseline per episode; with `normalize`
+/// (and ≥ 2 episodes whose costs differ by more than 1e-9 relative) divided by max(the batch's
+/// relative cost σ, `floor`) — the floor keeps a batch of near-equal costs (1e-5 relative when
+/// placements differ only by rounding) from amplifying the baseline offset without bound.
+/// floor = 0 is the rule before the floor existed.
+std::vector<double> reinforce_advantages(const std::vector<double>& costs, double baseline, bool normalize,
+                                         double floor = 0.01);
 
 /// Runs phases I, II and III (those with episodes) on one problem, updating `pol` in place.
 train_result train(policy& pol, const problem& pb, const train_options& opt);

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Issue 5's results table (docs/results.md, "DOPPLER vs the placers"): trains DOPPLER (and the
+# GDP-like baseline; Placeto-like with KINDS="dual gdp placeto", ~1 s per episode) on the six paper
+# graphs (doppler-paper:4 / :8, simple model, as the paper measured) and on generated Llama blocks
+# (p100x4 and dgx1-v100, wc model), then runs one `doppler compare` per graph with every placer
+# (10 seeds, search budget 20000) and the trained checkpoints as learned rows (--policy).
+#
+# Usage: scripts/learner_results.sh OUTDIR
+#   DOPPLER=path/to/doppler (default build/release/cli/doppler)
+#   SEEDS="0 1 2"  training seeds per kind      IL=200 RL=2000  episodes of phases I and II
+#   KINDS="dual gdp"                             GRAPHS="..." a subset of the names below
+#   JOBS=1         trainings run at once (this script's machine has 2 cores)
+# Every training logs to OUTDIR/<graph>-<kind>-s<seed>.log (kept: a rerun skips finished ones);
+# each compare writes OUTDIR/<graph>.json; the markdown table goes to stdout and OUTDIR/table.md.
+set -euo pipefail
+out=${1:?usage: $0 OUTDIR}
+bin=${DOPPLER:-build/release/cli/doppler}
+seeds=${SEEDS:-0 1 2}
+kinds=${KINDS:-dual gdp}
+il=${IL:-200}
+rl=${RL:-2000}
+jobs=${JOBS:-1}
+mkdir -p "$out"
+P=workloads/doppler-paper
+"$bin" workload llama-block -q -o "$out/llama-block.json"
+"$bin" workload llama-block --preset llama-7b -q -o "$out/llama7b-block.json"
+
+# name | graph file | cluster | model
+setups=(
+  "chainmm|$P/chain_mm_112nodes.txt|doppler-paper:4|simple"
+  "ffnn|$P/ffnn_192nodes.txt|doppler-paper:4|simple"
+  "llama-block-paper|$P/transformer_block_215nodes.txt|doppler-paper:4|simple"
+  "llama-layer-paper|$P/full_transformer_layer_261nodes.txt|doppler-paper:4|simple"
+  "llama-block-paper8|$P/8gpu_transformer_block.txt|doppler-paper:8|simple"
+  "llama-layer-paper8|$P/8gpu_full_transformer.txt|doppler-paper:8|simple"
+  "llama-block-p100x4|$out/llama-block.json|p100x4|wc"
+  "llama-block-dgx1|$out/llama-block.json|dgx1-v100|wc"
+  "llama7b-block-p100x4|$out/llama7b-block.json|p100x4|wc"
+  "llama7b-block-dgx1|$out/llama7b-block.json|dgx1-v100|wc"
+)
+wanted() { [[ -z ${GRAPHS:-} ]] || [[ " $GRAPHS " == *" $1 "* ]]; }
+
+echo "$(date -u '+%F %T') UTC, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), $(git rev-parse --short HEAD 2>/dev/null || echo '?')" \
+  | tee "$out/machine.txt" >&2
+
+train() {  # name graph cluster model kind seed
+  local log=$out/$1-$5-s$6.log
+  [[ -s $log ]] && return 0
+  "$bin" train --graph "$2" --cluster "$3" --model "$4" --policy-kind "$5" --il-episodes "$il" --rl-episodes "$rl" \
+    --batch 8 --seed "$6" -o "$out/$1-$5-s$6.pt" --csv "$out/$1-$5-s$6.csv" >"$log.tmp" 2>&1
+  mv "$log.tmp" "$log"
+  echo "$1 $5 s$6: $(grep -o 'greedy [0-9.e+-]* s ([0-9.]*x cp' "$log")" >&2
+}
+
+for s in "${setups[@]}"; do
+  IFS='|' read -r name file cluster model <<<"$s"
+  wanted "$name" || continue
+  for k in $kinds; do
+    for seed in $seeds; do
+      train "$name" "$file" "$cluster" "$model" "$k" "$seed" &
+      while (( $(jobs -rp | wc -l) >= jobs )); do wait -n; done
+    done
+  done
+done
+wait
+
+label() { case $1 in dual) echo doppler;; gdp) echo gdp-like;; placeto) echo placeto-like;; joint) echo joint;; *) echo "$1";; esac; }
+for s in "${setups[@]}"; do
+  IFS='|' read -r name file cluster model <<<"$s"
+  wanted "$name" || continue
+  [[ -s $out/$name.json ]] && continue
+  args=()
+  for k in $kinds; do
+    list=""
+    for seed in $seeds; do list+="${list:+,}$out/$name-$k-s$seed.pt"; done
+    args+=(--policy "$(label "$k")=$list")
+  done
+  "$bin" compare --graph "$file" --cluster "$cluster" --model "$model" --seeds 10 --budget 20000 \
+    --methods cp,heft,m-etf,metis,search "${args[@]}" --json >"$out/$name.json.tmp"
+  mv "$out/$name.json.tmp" "$out/$name.json"
+done
+
+python3 - "$out" "$kinds" "${setups[@]}" <<'EOF' | tee "$out/table.md"
+import json, sys, os
+out, kinds, setups = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+label = {"dual": "doppler", "gdp": "gdp-like", "placeto": "placeto-like", "joint": "joint"}
+placers = ["cp", "heft", "m-etf", "metis", "search"]
+learned = [label.get(k, k) for k in kinds]
+def fmt(x):
+    return f"{x:.4g}"
+print("| graph | cluster | model | bound | " + " | ".join(placers + learned) +
+      " | DOPPLER / best placer | DOPPLER / cp |")
+print("|" + "---|" * (4 + len(placers) + len(learned) + 2))
+for s in setups:
+    name, file, cluster, model = s.split("|")
+    path = os.path.join(out, name + ".json")
+    if not os.path.exists(path):
+        continue
+    j = json.load(open(path))
+    rows = {r["method"]: r for r in j["rows"]}
+    best = min(rows[p]["makespan_s"] for p in placers)
+    cells = []
+    for m in placers + learned:
+        r = rows[m]
+        c = fmt(r["makespan_s"]) + (f" ± {r['std_s']:.2g}" if r["std_s"] > 0 else "")
+        cells.append(f"**{c}**" if not r["learned"] and r["makespan_s"] <= best * 1.0001 else c)
+    d = rows["doppler"]["makespan_s"] if "doppler" in rows else float("nan")
+    print(f"| {name} | {cluster} | {model} | {fmt(j['lower_bound_s'])} | " + " | ".join(cells) +
+          f" | {d / best:.3f} ({j['best_heuristic']}) | {d / rows['cp']['makespan_s']:.3f} |")
+EOF
