@@ -69,6 +69,7 @@ void add_train(CLI::App& app) {
     std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
         ablation = "none", transfers = "direct";
     int real_repeat = 1;
+    std::vector<std::string> real_stragglers;
     learner::train_options t;
     learner::policy_options p;
   };
@@ -86,6 +87,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--real-episodes", o->t.real_episodes,
                   "Phase III episodes: makespans measured on the actor runtime (CPU backend)")->capture_default_str();
   cmd->add_option("--real-repeat", o->real_repeat, "Phase III: runs averaged per measured episode")->capture_default_str();
+  cmd->add_option("--real-straggler", o->real_stragglers,
+                  "Phase III: DEVICE:FACTOR, this device of the runtime is FACTOR times slower (as `run "
+                  "--straggler`); phases I and II and the simulator are not told. Repeatable");
   cmd->add_option("--batch", o->t.batch, "Episodes per update")->capture_default_str();
   cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->capture_default_str();
   cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->capture_default_str();
@@ -184,6 +188,15 @@ void add_train(CLI::App& app) {
         o->t.temperature, o->t.batch, o->t.seed);
     double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);
     const int real = o->t.real_episodes;
+    if (!o->real_stragglers.empty() && real == 0)
+      throw error(errc::bad_argument, "", "--real-straggler", "slows a device of phase III's runtime: needs --real-episodes");
+#ifdef DOPPLER_HAVE_ACTORS
+    engine_options real_engine;
+    for (const auto& st : o->real_stragglers) {
+      auto [d, factor] = parse_straggler(st, c, "--real-straggler");
+      real_engine.with_straggler(d, factor);
+    }
+#endif
 #ifndef DOPPLER_HAVE_ACTORS
     if (real > 0)
       throw error(errc::bad_argument, "", "--real-episodes", "this build has no actor runtime (DOPPLER_WITH_ACTORS=OFF)");
@@ -199,7 +212,7 @@ void add_train(CLI::App& app) {
       // run but the first exploring is phase III — the actor places (a sampled rollout), the engine
       // measures, `observe` takes the REINFORCE step, the next run starts.
       auto t0 = std::chrono::steady_clock::now();
-      engine eng(c);
+      engine eng(c, real_engine);
       auto shared = std::make_shared<const graph>(g);
       learner_config lc;
       lc.costs = cm;

@@ -48,6 +48,7 @@ struct run_flags {
   double explore = 0.1;
   double chunk_bytes = 1 << 20;
   std::vector<std::string> workers;  // HOST:PORT
+  std::vector<std::string> stragglers;  // DEVICE:FACTOR
   std::string token, tls_cert, tls_key, tls_ca;
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
@@ -196,7 +197,12 @@ void run_command(const run_flags& f) {
   to.refine = f.refine;
   if (!(f.chunk_bytes > 0)) throw error(errc::bad_argument, "", "--chunk-bytes", "must be positive");
   to.chunk_bytes = f.chunk_bytes;
-  engine e(c, with_named_backend(engine_options{}, f.backend, c.device_count())
+  engine_options eo = with_named_backend(engine_options{}, f.backend, c.device_count());
+  for (const auto& st : f.stragglers) {
+    auto [d, factor] = parse_straggler(st, c);
+    eo.with_straggler(d, factor);
+  }
+  engine e(c, eo
                   .with_transfers(to)
                   .with_network(!f.workers.empty())
                   .with_tls(f.tls_cert, f.tls_key, f.tls_ca)
@@ -325,6 +331,9 @@ void add_run_commands(CLI::App& app) {
                                              "(needs --tls-key and --tls-ca; workers must also use TLS)");
   cmd->add_option("--tls-key", f->tls_key, "TLS: the PEM key of --tls-cert");
   cmd->add_option("--tls-ca", f->tls_ca, "TLS: PEM CA file the peer's certificate must verify against");
+  cmd->add_option("--straggler", f->stragglers,
+                  "DEVICE:FACTOR: make this (local) device FACTOR times slower — it waits (FACTOR-1) x each op's "
+                  "time after the op; the simulated prediction is not told (simulate --straggler is). Repeatable");
   cmd->add_flag("--failover", f->failover, "When a worker is lost mid-run, re-place its ops on the surviving "
                                            "devices and run again instead of failing");
   cmd->add_flag("--json", f->json, "Print one JSON object");

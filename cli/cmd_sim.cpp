@@ -135,31 +135,6 @@ stats summarize(const std::vector<double>& xs) {
   return s;
 }
 
-/// `dev:factor` with dev a device id or index.
-std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c) {
-  auto colon = s.rfind(':');
-  auto bad = [&](const std::string& why) { return error(errc::bad_argument, "", "--straggler", "'" + s + "': " + why); };
-  if (colon == std::string::npos) throw bad("expected DEVICE:FACTOR");
-  std::string dev = s.substr(0, colon), fac = s.substr(colon + 1);
-  std::optional<device_index> d = c.find_device(dev);
-  if (!d) {
-    try {
-      std::size_t used = 0;
-      unsigned long i = std::stoul(dev, &used);
-      if (used == dev.size() && i < c.device_count()) d = static_cast<device_index>(i);
-    } catch (const std::exception&) {
-    }
-  }
-  if (!d) throw bad("no device '" + dev + "' in cluster '" + c.name() + "'");
-  double f = 0;
-  try {
-    f = std::stod(fac);
-  } catch (const std::exception&) {
-    throw bad("factor is not a number");
-  }
-  if (!(f >= 1.0) || !std::isfinite(f)) throw bad("factor must be a finite number ≥ 1");
-  return {*d, f};
-}
 
 void write_svg(const std::string& path, const std::string& title, const nlohmann::json& rows, double lower_bound) {
   const double w = 800, left = 120, right = 90, bar_h = 22, gap = 10, top = 50;
@@ -272,6 +247,31 @@ nlohmann::json compare_row(const std::string& name, const std::vector<double>& s
 }
 
 }  // namespace
+
+std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c, const std::string& flag) {
+  auto colon = s.rfind(':');
+  auto bad = [&](const std::string& why) { return error(errc::bad_argument, "", flag, "'" + s + "': " + why); };
+  if (colon == std::string::npos) throw bad("expected DEVICE:FACTOR");
+  std::string dev = s.substr(0, colon), fac = s.substr(colon + 1);
+  std::optional<device_index> d = c.find_device(dev);
+  if (!d) {
+    try {
+      std::size_t used = 0;
+      unsigned long i = std::stoul(dev, &used);
+      if (used == dev.size() && i < c.device_count()) d = static_cast<device_index>(i);
+    } catch (const std::exception&) {
+    }
+  }
+  if (!d) throw bad("no device '" + dev + "' in cluster '" + c.name() + "'");
+  double f = 0;
+  try {
+    f = std::stod(fac);
+  } catch (const std::exception&) {
+    throw bad("factor is not a number");
+  }
+  if (!(f >= 1.0) || !std::isfinite(f)) throw bad("factor must be a finite number ≥ 1");
+  return {*d, f};
+}
 
 void add_sim_commands(CLI::App& app) {
   std::string methods;

@@ -2,7 +2,12 @@
 // The `doppler` subcommands. Each add_* registers its subcommands on the app; the callbacks throw
 // doppler::error for bad input, which main() turns into a message on stderr and exit code 2.
 
+#include <doppler/runtime/cluster.hpp>
+
 #include <CLI/CLI.hpp>
+
+#include <string>
+#include <utility>
 
 namespace doppler::cli {
 
@@ -20,6 +25,12 @@ void add_learn_commands(CLI::App& app);
 /// Re-executes this command in the LibTorch twin `doppler-learn` (cmd_learn_forward.cpp); in
 /// doppler-learn itself it throws errc::internal.
 [[noreturn]] void forward_to_learn_twin();
+
+/// `DEVICE:FACTOR` (a device id or index of `c`, a finite factor ≥ 1), the value of `flag`
+/// (simulate --straggler, run --straggler, train --real-straggler); errc::bad_argument naming the
+/// flag otherwise (cmd_sim.cpp).
+std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c,
+                                                const std::string& flag = "--straggler");
 
 /// plan-comm, check-schedule, compare-comm (cmd_comm.cpp)
 void add_comm_commands(CLI::App& app);

@@ -48,6 +48,11 @@ struct engine::impl {
         c(std::make_shared<const cluster>(std::move(cl))),
         kernels(opt.custom_backend ? opt.custom_backend : actors::make_backend(opt.backend, c, opt.costs)),
         sys(actors::configure(cfg, opt)) {
+    for (auto [d, f] : opt.stragglers)
+      if (d >= c->device_count())
+        throw error(errc::bad_argument, "engine: straggler device index " + std::to_string(d) + " is not in cluster '" +
+                                            c->name() + "'");
+    if (!opt.stragglers.empty()) kernels = actors::make_straggler_backend(kernels, opt.stragglers);
     if (opt.streams < 1) throw error(errc::bad_argument, "engine: streams must be >= 1");
     const auto& t = opt.transfers;
     if (t.mode == "planned") {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <thread>
 
@@ -253,7 +254,50 @@ class emulated_backend final : public backend {
   cost_model costs_;
 };
 
+/// make_straggler_backend: `inner`, with the listed devices slower by their factor.
+class straggler_backend final : public backend {
+ public:
+  straggler_backend(std::shared_ptr<backend> inner, std::vector<std::pair<device_index, double>> slowdowns)
+      : inner_(std::move(inner)) {
+    if (!inner_) throw error(errc::bad_argument, "straggler backend: no inner backend");
+    for (auto [d, f] : slowdowns) {
+      if (!(f >= 1.0) || !std::isfinite(f))
+        throw error(errc::bad_argument, "straggler backend: device " + std::to_string(d) +
+                                            "'s slowdown must be a finite number >= 1 (got " + std::to_string(f) + ")");
+      if (d >= factor_.size()) factor_.resize(d + 1, 1.0);
+      factor_[d] *= f;
+    }
+  }
+  std::string_view name() const noexcept override { return inner_->name(); }
+  tensor execute(const graph& g, op_index i, std::span<const tensor* const> inputs, std::uint64_t seed) override {
+    return execute_on(0, g, i, inputs, seed);
+  }
+  tensor execute_on(device_index d, const graph& g, op_index i, std::span<const tensor* const> inputs,
+                    std::uint64_t seed) override {
+    const double f = d < factor_.size() ? factor_[d] : 1.0;
+    if (f == 1.0) return inner_->execute_on(d, g, i, inputs, seed);
+    const auto t0 = std::chrono::steady_clock::now();
+    tensor out = inner_->execute_on(d, g, i, inputs, seed);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(took * (f - 1.0)));
+    return out;
+  }
+  double copy_seconds(device_index src, device_index dst, double bytes) override {
+    return inner_->copy_seconds(src, dst, bytes);
+  }
+  bool runs_inline() const noexcept override { return inner_->runs_inline(); }
+
+ private:
+  std::shared_ptr<backend> inner_;
+  std::vector<double> factor_;  // per device index: 1 = not slowed
+};
+
 }  // namespace
+
+std::shared_ptr<backend> make_straggler_backend(std::shared_ptr<backend> inner,
+                                                std::vector<std::pair<device_index, double>> slowdowns) {
+  return std::make_shared<straggler_backend>(std::move(inner), std::move(slowdowns));
+}
 
 std::vector<std::string> backend_names() { return {"cpu", "null", "emulate"}; }
 

@@ -72,6 +72,14 @@ TEST_CASE("doppler run: a placement file is used as given and bad input fails na
   CHECK(missing.code != 0);
   CHECK(missing.out.find("missing.json") != std::string::npos);
   CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 0").code == 2);
+  // --straggler: a slowed device runs; an unknown device or a factor below 1 names the flag.
+  CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 1 --straggler cpu1:2").code == 0);
+  for (const char* bad : {"cpu7:2", "cpu0:0.5", "cpu0"}) {
+    auto s = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --straggler " + bad);
+    CAPTURE(s.out);
+    CHECK(s.code == 2);
+    CHECK(s.out.find("--straggler") != std::string::npos);
+  }
 }
 
 TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
@@ -213,6 +221,17 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   for (std::string line; std::getline(csv, line);) real_rows += line.find(",real,") != std::string::npos;
   CHECK(real_rows == 4);
   CHECK(fs::exists(t / "p3.pt"));
+  // --real-straggler slows phase III's runtime only: it needs phase III, and a device of the cluster.
+  auto lone = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --il-episodes 1 --rl-episodes 1 "
+                 "--real-straggler cpu0:2 -o " + (t / "s.pt"));
+  CHECK(lone.code == 2);
+  CHECK(lone.out.find("--real-episodes") != std::string::npos);
+  auto slow = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --il-episodes 2 --rl-episodes 2 "
+                 "--real-episodes 2 --real-straggler cpu0:3 --hidden 16 --steps 2 -o " + (t / "s.pt"));
+  CAPTURE(slow.out);
+  CHECK(slow.code == 0);
+  CHECK(sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --real-episodes 2 --real-straggler cpu5:3 -o " +
+           (t / "s.pt")).code == 2);
   auto missing = sh(cli + " run --graph " + (t / "g.json") + " --learner doppler --policy " + (t / "none.pt") + " --online");
   CHECK(missing.code != 0);
   CHECK(missing.out.find("none.pt") != std::string::npos);

@@ -208,6 +208,38 @@ TEST_CASE("emulate: kernels and transfers take at least their modeled time") {
   }
 }
 
+TEST_CASE("stragglers: a slowed device's ops take factor x their time, other devices unchanged, bad input refused") {
+  cluster c = make_preset("cpu:2:flops=1e8");
+  cost_model cm;
+  workload_params wp = small_params();
+  wp.dim = 64;
+  graph g = make_workload("llama-block", wp);
+  placement p = place("round-robin", g, c);
+  engine e(c, engine_options{}.with_backend("emulate").with_costs(cm).with_straggler(0, 3.0));
+  auto r = e.run(g, p, run_options{}.with_repeat(1));
+  std::size_t slowed = 0, plain = 0;
+  for (const auto& ev : r.runs.back().events) {
+    if (ev.what != trace_event::kind::op) continue;
+    const double modeled = cm.op_time(g[ev.id], c[ev.where]);
+    // Lower bounds only (a loaded host makes everything slower, never faster).
+    if (ev.where == 0) {
+      CHECK(ev.end - ev.start >= 0.99 * 3.0 * modeled);
+      ++slowed;
+    } else {
+      CHECK(ev.end - ev.start >= 0.99 * modeled);
+      ++plain;
+    }
+  }
+  CHECK(slowed > 0);
+  CHECK(plain > 0);
+  // Outputs are the inner backend's: a cpu run with a straggler still equals the reference.
+  engine cpu(c, engine_options{}.with_straggler(1, 2.0));
+  auto out = cpu.run(g, p, run_options{}.keep_all().with_seed(42));
+  CHECK(worst_diff(out.outputs, execute_reference(g, 42)) <= 1e-5);
+  CHECK_THROWS_AS(engine(c, engine_options{}.with_straggler(2, 2.0)), doppler::error);   // no device 2
+  CHECK_THROWS_AS(engine(c, engine_options{}.with_straggler(0, 0.5)), doppler::error);   // faster is not a straggler
+}
+
 TEST_CASE("null backend: inline ops timed in groups keep per-device order and causality") {
   // bench_dispatch's DAG, smaller: 8 lanes x 40 levels, each op reading its lane's previous op and a
   // neighbour lane's; blocked (2 adjacent lanes per device) and scattered (lane j on device j % 4).

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace doppler::actors {
@@ -46,6 +47,14 @@ class backend {
   /// handing it to a worker thread (only the `null` backend).
   virtual bool runs_inline() const noexcept { return false; }
 };
+
+/// A backend around `inner` whose listed devices are slower by their factor (≥ 1): after each op
+/// `inner` runs on such a device, the calling thread sleeps (factor − 1) × the op's wall time, so the
+/// op occupies its device factor × as long while the host's cores stay free — a throttled or shared
+/// GPU, or the simulator's `--straggler`, on the real runtime (the simulator is not told: phase III's
+/// sim-to-real gap). Copies are unchanged. Throws errc::bad_argument for a factor < 1 or not finite.
+std::shared_ptr<backend> make_straggler_backend(std::shared_ptr<backend> inner,
+                                                std::vector<std::pair<device_index, double>> slowdowns);
 
 /// Names: cpu, null, emulate.
 std::vector<std::string> backend_names();

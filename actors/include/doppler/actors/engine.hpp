@@ -50,6 +50,8 @@ struct engine_options {
   std::string scheduler = "stealing";
   bool network = false;              ///< load CAF's middleman: devices in other processes (`attach_worker`, `worker`)
   transfer_options transfers;        ///< direct or planned multicast transfers
+  /// Devices made slower by a factor (make_straggler_backend around the backend): device → factor ≥ 1.
+  std::vector<std::pair<device_index, double>> stragglers;
   /// TLS for `network` (CAF's openssl module): this side's PEM certificate and key, and the CA file
   /// peers' certificates must verify against (mutual authentication). All empty: plain TCP.
   std::string tls_certificate, tls_key, tls_cafile;
@@ -63,6 +65,10 @@ struct engine_options {
   engine_options& with_network(bool on = true) { network = on; return *this; }
   engine_options& with_scheduler(std::string name) { scheduler = std::move(name); return *this; }
   engine_options& with_transfers(transfer_options t) { transfers = std::move(t); return *this; }
+  engine_options& with_straggler(device_index d, double factor) {
+    stragglers.emplace_back(d, factor);
+    return *this;
+  }
   engine_options& with_tls(std::string certificate, std::string key, std::string cafile) {
     tls_certificate = std::move(certificate), tls_key = std::move(key), tls_cafile = std::move(cafile);
     return *this;
