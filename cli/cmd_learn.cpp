@@ -70,6 +70,7 @@ void add_train(CLI::App& app) {
         ablation = "none", transfers = "direct";
     int real_repeat = 1;
     std::vector<std::string> real_stragglers;
+    std::string algorithm = "reinforce";
     learner::train_options t;
     learner::policy_options p;
   };
@@ -99,6 +100,11 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--normalize-advantages", o->t.normalize_advantages,
                   "Phase II/III: divide advantages by the batch's cost spread (true|false)")->capture_default_str();
+  cmd->add_option("--algorithm", o->algorithm,
+                  "Phase II update: reinforce (the paper's) or ppo (clipped surrogate, --ppo-epochs steps per batch "
+                  "on the same advantages; dual and joint policies)")->capture_default_str();
+  cmd->add_option("--ppo-clip", o->t.ppo_clip, "PPO: clip the probability ratio to 1 ± this")->capture_default_str();
+  cmd->add_option("--ppo-epochs", o->t.ppo_epochs, "PPO: Adam steps per batch")->capture_default_str();
   cmd->add_option("--advantage-floor", o->t.advantage_floor,
                   "Phase II: the smallest relative cost spread advantages are divided by (0: no floor, the rule "
                   "before the floor existed)")->capture_default_str();
@@ -143,6 +149,9 @@ void add_train(CLI::App& app) {
       if (given("--baseline-decay")) t.baseline_decay = o->t.baseline_decay;
       if (given("--normalize-advantages")) t.normalize_advantages = o->t.normalize_advantages;
       if (given("--advantage-floor")) t.advantage_floor = o->t.advantage_floor;
+      if (given("--ppo-clip")) t.ppo_clip = o->t.ppo_clip;
+      if (given("--ppo-epochs")) t.ppo_epochs = o->t.ppo_epochs;
+      if (!given("--algorithm")) o->algorithm = t.ppo ? "ppo" : "reinforce";
       if (given("--temperature")) t.temperature = o->t.temperature;
       if (given("--seed")) t.seed = o->t.seed;
       if (given("--hidden")) p.hidden = o->p.hidden;
@@ -153,6 +162,9 @@ void add_train(CLI::App& app) {
       o->p = p;
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
+    if (o->algorithm != "reinforce" && o->algorithm != "ppo")
+      throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o->algorithm + "' (reinforce, ppo)");
+    o->t.ppo = o->algorithm == "ppo";
     o->p.seed = o->t.seed;
     o->p.kind = learner::parse_policy_kind(o->kind);
     o->p.ablation = learner::parse_policy_ablation(o->ablation);
@@ -178,13 +190,15 @@ void add_train(CLI::App& app) {
     std::cerr << fmt::format(
         "train: graph {} ({} ops, {} edges), cluster {} ({} devices), model {}\n"
         "  policy: {}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
-        "  phase I {} episodes (lr {}, eps {}->{}), phase II {} episodes (lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
+        "  phase I {} episodes (lr {}, eps {}->{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
         o->graph, g.size(), g.edge_count(), c.name(), c.device_count(), o->model,
         learner::policy_kind_name(po.kind),
         po.ablation == learner::policy_ablation::none ? "" : " (" + learner::policy_ablation_name(po.ablation) + ")",
         po.hidden, po.steps, po.proj,
         po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, o->t.il_lr,
-        o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes, o->t.rl_lr, o->t.entropy, o->t.entropy_final,
+        o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes,
+        o->t.ppo ? fmt::format("PPO, clip {}, {} epochs", o->t.ppo_clip, o->t.ppo_epochs) : std::string("REINFORCE"),
+        o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);
     double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);
     const int real = o->t.real_episodes;

@@ -89,7 +89,8 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   if (j.contains("reinforce")) {
     const auto& s = j["reinforce"];
     r.keys(s, "reinforce", {"lr", "lr_final", "temperature", "epsilon", "entropy", "entropy_final", "gamma",
-                            "baseline_decay", "normalize_advantages", "advantage_floor"});
+                            "baseline_decay", "normalize_advantages", "advantage_floor", "algorithm", "ppo_clip",
+                            "ppo_epochs"});
     r.number(s, "reinforce", "lr", t.rl_lr, 1e-12, 10);
     r.number(s, "reinforce", "lr_final", t.lr_final, 0, 1);
     r.number(s, "reinforce", "temperature", t.temperature, 1e-6, 1e6);
@@ -100,6 +101,13 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     r.number(s, "reinforce", "baseline_decay", t.baseline_decay, 0, 0.999999);
     r.boolean(s, "reinforce", "normalize_advantages", t.normalize_advantages);
     r.number(s, "reinforce", "advantage_floor", t.advantage_floor, 0, 1);
+    if (s.contains("algorithm")) {
+      if (!s["algorithm"].is_string() || (s["algorithm"] != "reinforce" && s["algorithm"] != "ppo"))
+        r.fail(errc::bad_value, "reinforce.algorithm", "must be \"reinforce\" or \"ppo\"");
+      t.ppo = s["algorithm"] == "ppo";
+    }
+    r.number(s, "reinforce", "ppo_clip", t.ppo_clip, 1e-6, 10);
+    r.integer(s, "reinforce", "ppo_epochs", t.ppo_epochs, 1);
   }
   if (j.contains("policy")) {
     const auto& s = j["policy"];

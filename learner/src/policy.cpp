@@ -561,6 +561,53 @@ double policy::reinforce_update(const problem& pb, std::span<const episode> eps,
   return value;
 }
 
+double policy::ppo_update(const problem& pb, std::span<const episode> eps, std::span<const double> advantages,
+                          double gamma, double entropy_weight, double clip, int epochs) {
+  if (eps.empty()) return 0;
+  if (advantages.size() != eps.size()) throw error(errc::bad_argument, "learner: one advantage per episode");
+  if (epochs < 1) throw error(errc::bad_argument, "learner: PPO needs at least one epoch");
+  if (!(clip > 0) || !std::isfinite(clip)) throw error(errc::bad_argument, "learner: PPO clip must be > 0");
+  if (is_baseline(impl_->opt.kind))
+    throw error(errc::bad_argument, "learner: PPO updates the dual and joint policies only (this policy is " +
+                                        policy_kind_name(impl_->opt.kind) + "; use REINFORCE)");
+  // The episodes' tensors, discounts and log π_old of the taken actions, once.
+  std::vector<detail::episode_tensors> ets;
+  std::vector<torch::Tensor> old_lp, disc;
+  ets.reserve(eps.size());
+  {
+    torch::NoGradGuard ng;
+    auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+    for (const auto& ep : eps) {
+      ets.push_back(detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count()));
+      auto st = impl_->model->terms(e, ets.back(), ep.temperature);
+      mask_ablation(st, impl_->opt.ablation);
+      old_lp.push_back(st.sel_taken + st.plc_taken);
+      const auto t = static_cast<std::int64_t>(ep.steps());
+      disc.push_back(torch::pow(torch::full({t}, gamma, torch::kDouble), torch::arange(t - 1, -1, -1, torch::kDouble))
+                         .to(torch::kFloat));
+    }
+  }
+  double first = 0;
+  for (int k = 0; k < epochs; ++k) {
+    auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+    torch::Tensor loss = torch::zeros({});
+    for (std::size_t i = 0; i < eps.size(); ++i) {
+      const auto t = static_cast<std::int64_t>(eps[i].steps());
+      auto st = impl_->model->terms(e, ets[i], eps[i].temperature);
+      mask_ablation(st, impl_->opt.ablation);
+      auto ratio = torch::exp(st.sel_taken + st.plc_taken - old_lp[i]);
+      auto a = disc[i] * advantages[i];
+      auto surrogate = torch::min(ratio * a, ratio.clamp(1.0 - clip, 1.0 + clip) * a).sum();
+      auto ent = (st.sel_ent + st.plc_ent).sum();
+      loss = loss - (surrogate + entropy_weight * ent) / static_cast<double>(std::max<std::int64_t>(t, 1));
+    }
+    loss = loss / static_cast<double>(eps.size());
+    if (k == 0) first = loss.item<double>();
+    impl_->step(loss);
+  }
+  return first;
+}
+
 double policy::recompute_log_prob(const problem& pb, const episode& ep) {
   if (is_baseline(impl_->opt.kind)) {
     return -impl_->baseline_pass(pb, std::span<const episode>(&ep, 1),

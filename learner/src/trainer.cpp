@@ -64,6 +64,8 @@ agreement teacher_agreement(policy& pol, const problem& pb) {
 
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
   if (opt.batch < 1) throw error(errc::bad_argument, "learner: batch must be >= 1");
+  if (opt.ppo && (opt.ppo_epochs < 1 || !(opt.ppo_clip > 0)))
+    throw error(errc::bad_argument, "learner: PPO needs ppo_epochs >= 1 and ppo_clip > 0");
   if (opt.il_episodes < 0 || opt.rl_episodes < 0 || opt.real_episodes < 0)
     throw error(errc::bad_argument, "learner: episode counts must be >= 0");
   train_result res;
@@ -143,7 +145,9 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
                                                  : cost_sum / static_cast<double>(cost_n);
       ema = cost_n == 0 ? batch_mean : opt.baseline_decay * ema + (1 - opt.baseline_decay) * batch_mean;
       adv = reinforce_advantages(costs, baseline, opt.normalize_advantages, opt.advantage_floor);
-      double loss = pol.reinforce_update(pb, batch, adv, opt.gamma, lerp(opt.entropy, opt.entropy_final, x));
+      const double beta = lerp(opt.entropy, opt.entropy_final, x);
+      double loss = opt.ppo && stream == 0 ? pol.ppo_update(pb, batch, adv, opt.gamma, beta, opt.ppo_clip, opt.ppo_epochs)
+                                           : pol.reinforce_update(pb, batch, adv, opt.gamma, beta);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         cost_sum += costs[i];
         ++cost_n;

@@ -29,39 +29,9 @@ policy_options small(policy_kind k) {
   return policy_options().with_kind(k).with_hidden(16).with_steps(2).with_proj(8).with_mlp(16).with_seed(3);
 }
 
-using learner_fixtures::synth;
-
-/// Two independent ops: w3 (3e10 FLOP, 100 MB output) and w1 (1e10 FLOP, 1 MB).
-graph two_ops() {
-  graph_builder b("two-ops");
-  b.add(synth("w3", {}, 3e10, 1e8));
-  b.add(synth("w1", {}, 1e10, 1e6));
-  return std::move(b).build();
-}
-
-/// A fast device (3e10 FLOP/s) and a slow one (1e10 FLOP/s, 10 MB: w3 does not fit there). The
-/// optimum runs w3 on the fast device and w1 on the slow one (1 s); w1 next to w3 ends at 4/3 s.
-cluster fast_slow() {
-  return cluster("fast-slow", {{"fast", device_kind::gpu, 3e10, 1e15, "h"}, {"slow", device_kind::gpu, 1e10, 1e7, "h"}},
-                 {}, {{"fast", "slow", 1e10, 0, true}});
-}
-
-/// The best simulated makespan over all |D|^|V| placements.
-double brute_force_optimum(const graph& g, const cluster& c, const cost_model& cm, const sim_options& so) {
-  const std::size_t n = g.size(), d = c.device_count();
-  std::size_t total = 1;
-  for (std::size_t i = 0; i < n; ++i) total *= d;
-  double best = std::numeric_limits<double>::infinity();
-  placement p;
-  p.device.resize(n);
-  p.order.assign(g.topo_order().begin(), g.topo_order().end());
-  for (std::size_t code = 0; code < total; ++code) {
-    std::size_t x = code;
-    for (std::size_t i = 0; i < n; ++i, x /= d) p.device[i] = static_cast<device_index>(x % d);
-    best = std::min(best, simulate(g, c, p, cm, so).makespan);
-  }
-  return best;
-}
+using learner_fixtures::brute_force_optimum;
+using learner_fixtures::fast_slow;
+using learner_fixtures::two_ops;
 
 }  // namespace
 

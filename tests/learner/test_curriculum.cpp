@@ -13,7 +13,8 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   auto c = parse_curriculum(R"({"format": "doppler-curriculum/1",
       "phases": {"il_episodes": 12, "rl_episodes": 34, "batch": 5},
       "imitation": {"lr": 0.02, "epsilon_final": 0.0},
-      "reinforce": {"temperature": 0.5, "gamma": 1.0, "normalize_advantages": false, "baseline_decay": 0.9},
+      "reinforce": {"temperature": 0.5, "gamma": 1.0, "normalize_advantages": false, "baseline_decay": 0.9,
+                    "advantage_floor": 0.05, "algorithm": "ppo", "ppo_epochs": 3},
       "policy": {"hidden": 128, "steps": 6, "kind": "joint"},
       "model": "wc", "seed": 7})");
   CHECK(c.train.il_episodes == 12);
@@ -27,6 +28,10 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(c.train.gamma == 1.0);
   CHECK_FALSE(c.train.normalize_advantages);
   CHECK(c.train.baseline_decay == doctest::Approx(0.9));
+  CHECK(c.train.advantage_floor == doctest::Approx(0.05));
+  CHECK(c.train.ppo);
+  CHECK(c.train.ppo_epochs == 3);
+  CHECK(c.train.ppo_clip == doctest::Approx(train_options{}.ppo_clip));
   CHECK(c.train.sim.model == sim_model::wc);
   CHECK(c.train.seed == 7);
   CHECK(c.policy.hidden == 128);
@@ -53,6 +58,8 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"gamma": "high"}})") == "reinforce.gamma");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"epsilon": 2}})") == "reinforce.epsilon");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "model": "fast"})") == "model");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"algorithm": "a2c"}})") == "reinforce.algorithm");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"ppo_epochs": 0}})") == "reinforce.ppo_epochs");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "typo": 1})") == "typo");
   CHECK_THROWS_AS(parse_curriculum("{not json"), error);
 }

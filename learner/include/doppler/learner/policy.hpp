@@ -169,6 +169,14 @@ class policy {
   /// steps and episodes, log π at each episode's temperature. Returns the loss before the step.
   double reinforce_update(const problem& pb, std::span<const episode> eps,
                           std::span<const double> advantages, double gamma, double entropy_weight);
+  /// Phase II step, PPO (Schulman et al. 2017) with the same advantages: `epochs` Adam steps on
+  /// the same episodes, each maximizing Σ_t min(r_t·A_t, clip(r_t, 1 ± clip)·A_t) + β·H, with
+  /// r_t = π(a_t) / π_old(a_t) against the parameters before the first step and A_t =
+  /// advantage·γ^(T−1−t); mean over steps and episodes, as reinforce_update. One epoch is exactly
+  /// one REINFORCE step (r = 1). Dual and joint policies only (errc::bad_argument for placeto/gdp).
+  /// Returns the first epoch's loss.
+  double ppo_update(const problem& pb, std::span<const episode> eps, std::span<const double> advantages,
+                    double gamma, double entropy_weight, double clip = 0.2, int epochs = 4);
 
   /// Recomputes the episode's log-probability in the batched, differentiable form the updates use;
   /// equal to episode::log_prob up to float rounding (the cache-consistency check).

@@ -41,6 +41,11 @@ struct train_options {
   bool normalize_advantages = true;   ///< divide advantages by the batch's relative cost σ ...
   double advantage_floor = 0.01;      ///< ... or by this, when σ is smaller (reinforce_advantages)
   double baseline_decay = 0;    ///< 0: running mean of all costs (the paper); else EMA decay per update
+  /// Phase II update: false = REINFORCE (the paper), true = PPO (policy::ppo_update) with the same
+  /// advantages, ppo_epochs steps per batch clipped at 1 ± ppo_clip. Phase III stays REINFORCE.
+  bool ppo = false;
+  double ppo_clip = 0.2;
+  int ppo_epochs = 4;
   sim_options sim;              ///< the simulator that scores placements (model simple|wc, streams)
   /// Phase II model selection: every this many updates the greedy placement is simulated, and the
   /// parameters of the best greedy one are the policy train() leaves (0 = keep the last ones).
