@@ -105,6 +105,9 @@ void add_train(CLI::App& app) {
                   "on the same advantages; dual and joint policies)")->capture_default_str();
   cmd->add_option("--ppo-clip", o->t.ppo_clip, "PPO: clip the probability ratio to 1 ± this")->capture_default_str();
   cmd->add_option("--ppo-epochs", o->t.ppo_epochs, "PPO: Adam steps per batch")->capture_default_str();
+  cmd->add_option("--self-imitation", o->t.self_imitation,
+                  "Phase II: imitation steps on the best episode sampled so far after every update (0: off), so "
+                  "the greedy policy follows the best placement found")->capture_default_str();
   cmd->add_option("--advantage-floor", o->t.advantage_floor,
                   "Phase II: the smallest relative cost spread advantages are divided by (0: no floor, the rule "
                   "before the floor existed)")->capture_default_str();
@@ -149,6 +152,7 @@ void add_train(CLI::App& app) {
       if (given("--baseline-decay")) t.baseline_decay = o->t.baseline_decay;
       if (given("--normalize-advantages")) t.normalize_advantages = o->t.normalize_advantages;
       if (given("--advantage-floor")) t.advantage_floor = o->t.advantage_floor;
+      if (given("--self-imitation")) t.self_imitation = o->t.self_imitation;
       if (given("--ppo-clip")) t.ppo_clip = o->t.ppo_clip;
       if (given("--ppo-epochs")) t.ppo_epochs = o->t.ppo_epochs;
       if (!given("--algorithm")) o->algorithm = t.ppo ? "ppo" : "reinforce";

@@ -3,7 +3,9 @@
 # reference), sel-only, plc-only (100 imitation + 300 RL episodes) and dual without imitation
 # (0 + 300, then 0 + 400), four 4-device paper graphs, seeds 0, 1, 2, run one after another.
 # Usage: scripts/ablation_heads.sh OUTDIR (DOPPLER=path/to/doppler, default build/release/cli/doppler;
-# SEEDS="3 4 ..." for other seeds). Logs go to OUTDIR/<config>-<graph>-s<seed>.log.
+# SEEDS="3 4 ..." for other seeds; CONFIGS="name:args;name:args" for other configs, e.g.
+# CONFIGS="dual:--il-episodes 100 --rl-episodes 300;ppo:--algorithm ppo --il-episodes 100 --rl-episodes 300").
+# Logs go to OUTDIR/<config>-<graph>-s<seed>.log.
 set -euo pipefail
 out=${1:?usage: $0 OUTDIR}
 bin=${DOPPLER:-build/release/cli/doppler}
@@ -13,6 +15,7 @@ configs=("dual:--il-episodes 100 --rl-episodes 300"
          "plc-only:--ablation plc-only --il-episodes 100 --rl-episodes 300"
          "noil300:--il-episodes 0 --rl-episodes 300"
          "noil400:--il-episodes 0 --rl-episodes 400")
+if [[ -n ${CONFIGS:-} ]]; then IFS=';' read -r -a configs <<<"$CONFIGS"; fi
 for cfg in "${configs[@]}"; do
   name=${cfg%%:*}; args=${cfg#*:}
   for s in ${SEEDS:-0 1 2}; do

@@ -86,11 +86,14 @@ out, kinds, setups = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
 label = {"dual": "doppler", "gdp": "gdp-like", "placeto": "placeto-like", "joint": "joint"}
 placers = ["cp", "heft", "m-etf", "metis", "search"]
 learned = [label.get(k, k) for k in kinds]
-def fmt(x):
-    return f"{x:.4g}"
-print("| graph | cluster | model | bound | " + " | ".join(placers + learned) +
+def unit(bound):  # one time unit per row: s, ms or µs
+    return (1, "s") if bound >= 1 else (1e3, "ms") if bound >= 1e-3 else (1e6, "µs")
+def cell(r, scale):
+    m, sd = r["makespan_s"] * scale, r["std_s"] * scale
+    return f"{m:.4g}" + (f" ± {sd:.2g}" if sd > 1e-6 * m else "")  # no ± for float noise
+print("| graph | cluster | model | unit | bound | " + " | ".join(placers + learned) +
       " | DOPPLER / best placer | DOPPLER / cp |")
-print("|" + "---|" * (4 + len(placers) + len(learned) + 2))
+print("|" + "---|" * (5 + len(placers) + len(learned) + 2))
 for s in setups:
     name, file, cluster, model = s.split("|")
     path = os.path.join(out, name + ".json")
@@ -99,12 +102,13 @@ for s in setups:
     j = json.load(open(path))
     rows = {r["method"]: r for r in j["rows"]}
     best = min(rows[p]["makespan_s"] for p in placers)
+    scale, u = unit(j["lower_bound_s"])
     cells = []
     for m in placers + learned:
         r = rows[m]
-        c = fmt(r["makespan_s"]) + (f" ± {r['std_s']:.2g}" if r["std_s"] > 0 else "")
+        c = cell(r, scale)
         cells.append(f"**{c}**" if not r["learned"] and r["makespan_s"] <= best * 1.0001 else c)
     d = rows["doppler"]["makespan_s"] if "doppler" in rows else float("nan")
-    print(f"| {name} | {cluster} | {model} | {fmt(j['lower_bound_s'])} | " + " | ".join(cells) +
+    print(f"| {name} | {cluster} | {model} | {u} | {j['lower_bound_s'] * scale:.4g} | " + " | ".join(cells) +
           f" | {d / best:.3f} ({j['best_heuristic']}) | {d / rows['cp']['makespan_s']:.3f} |")
 EOF

@@ -90,7 +90,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     const auto& s = j["reinforce"];
     r.keys(s, "reinforce", {"lr", "lr_final", "temperature", "epsilon", "entropy", "entropy_final", "gamma",
                             "baseline_decay", "normalize_advantages", "advantage_floor", "algorithm", "ppo_clip",
-                            "ppo_epochs"});
+                            "ppo_epochs", "self_imitation"});
     r.number(s, "reinforce", "lr", t.rl_lr, 1e-12, 10);
     r.number(s, "reinforce", "lr_final", t.lr_final, 0, 1);
     r.number(s, "reinforce", "temperature", t.temperature, 1e-6, 1e6);
@@ -108,6 +108,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     }
     r.number(s, "reinforce", "ppo_clip", t.ppo_clip, 1e-6, 10);
     r.integer(s, "reinforce", "ppo_epochs", t.ppo_epochs, 1);
+    r.integer(s, "reinforce", "self_imitation", t.self_imitation, 0);
   }
   if (j.contains("policy")) {
     const auto& s = j["policy"];

@@ -52,6 +52,21 @@ std::vector<double> reinforce_advantages(const std::vector<double>& costs, doubl
   return adv;
 }
 
+episode self_labelled(episode ep) {
+  const std::size_t t = ep.steps();
+  ep.teacher_op_off.resize(t + 1);
+  ep.teacher_dev_off.resize(t + 1);
+  ep.teacher_ops.resize(t);
+  ep.teacher_devs.resize(t);
+  for (std::size_t i = 0; i <= t; ++i) ep.teacher_op_off[i] = ep.teacher_dev_off[i] = static_cast<std::uint32_t>(i);
+  for (std::size_t i = 0; i < t; ++i) {
+    ep.teacher_ops[i] = ep.result.order[i];
+    ep.teacher_devs[i] = ep.result.device[ep.result.order[i]];
+  }
+  ep.sel_agree = ep.plc_agree = ep.both_agree = t;
+  return ep;
+}
+
 agreement teacher_agreement(policy& pol, const problem& pb) {
   rollout_options o;
   o.teacher = true;
@@ -64,6 +79,7 @@ agreement teacher_agreement(policy& pol, const problem& pb) {
 
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
   if (opt.batch < 1) throw error(errc::bad_argument, "learner: batch must be >= 1");
+  if (opt.self_imitation < 0) throw error(errc::bad_argument, "learner: self_imitation must be >= 0");
   if (opt.ppo && (opt.ppo_epochs < 1 || !(opt.ppo_clip > 0)))
     throw error(errc::bad_argument, "learner: PPO needs ppo_epochs >= 1 and ppo_clip > 0");
   if (opt.il_episodes < 0 || opt.rl_episodes < 0 || opt.real_episodes < 0)
@@ -121,6 +137,8 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
   auto reinforce = [&](const char* phase, int episodes, const std::function<double(const placement&)>& cost,
                        std::uint64_t stream) {
     double cost_sum = 0, ema = 0, phase_best = std::numeric_limits<double>::infinity();
+    double self_best = std::numeric_limits<double>::infinity();
+    std::vector<episode> self_ep;  // the best episode so far, self-labelled (self_imitation)
     std::size_t cost_n = 0;
     std::vector<double> costs, adv;
     int updates = 0;
@@ -159,6 +177,14 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
           res.curve.push_back(row);
           if (opt.on_episode) opt.on_episode(row);
         }
+      }
+      if (opt.self_imitation > 0 && stream == 0) {
+        for (std::size_t i = 0; i < batch.size(); ++i)
+          if (costs[i] < self_best) {
+            self_best = costs[i];
+            self_ep.assign(1, self_labelled(batch[i]));
+          }
+        for (int k = 0; k < opt.self_imitation && !self_ep.empty(); ++k) pol.imitation_update(pb, self_ep);
       }
       done += b;
       if (on_update) on_update(++updates);

@@ -2,6 +2,7 @@
 // on its initial policy, the curve files are well formed.
 #include <doppler/learner/curve.hpp>
 #include <doppler/learner/trainer.hpp>
+#include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 
 #include "learner_fixtures.hpp"
@@ -9,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -103,4 +105,38 @@ TEST_CASE("advantages: relative to the baseline, normalized by the batch spread,
   auto equal = reinforce_advantages({95, 95}, 100, true, 0.01);
   CHECK(equal[0] == doctest::Approx(0.05));
   CHECK(reinforce_advantages({80}, 100, true)[0] == doctest::Approx(0.2));
+}
+
+TEST_CASE("self-imitation: an episode labelled with its own actions, imitated, gains probability") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c, cm);
+  policy pol(policy_options().with_hidden(16).with_steps(2).with_proj(8).with_mlp(16).with_seed(3));
+  auto ep = pol.rollout(pb, rollout_options::sample(7, 1.0));
+  REQUIRE(pol.place(pb).device != ep.result.device);
+  auto lab = self_labelled(ep);
+  REQUIRE(lab.teacher_op_off.size() == ep.steps() + 1);
+  for (std::size_t t = 0; t < ep.steps(); ++t) {
+    CHECK(lab.teacher_ops[t] == ep.result.order[t]);
+    CHECK(lab.teacher_devs[t] == ep.result.device[ep.result.order[t]]);
+  }
+  // The labels are exactly the episode's actions: the imitation loss before the first step is
+  // −log π(episode) / steps, the log-probability the rollout recorded (at temperature 1).
+  pol.set_learning_rate(1e-2);
+  std::vector<episode> one{lab};
+  const double first = pol.imitation_update(pb, one);
+  CHECK(first == doctest::Approx(-ep.log_prob / static_cast<double>(ep.steps())).epsilon(1e-4));
+  double last = first;
+  for (int k = 0; k < 150; ++k) last = pol.imitation_update(pb, one);
+  CHECK(last < 0.8 * first);
+  CHECK(pol.recompute_log_prob(pb, ep) > ep.log_prob);
+  // In training: the option runs, and a negative count is refused.
+  train_options o;
+  o.with_il(8).with_rl(16).with_batch(4).with_seed(1).with_model(sim_model::simple);
+  o.self_imitation = 2;
+  auto r = train(pol, pb, o);
+  for (const auto& row : r.curve) CHECK(std::isfinite(row.loss));
+  o.self_imitation = -1;
+  CHECK_THROWS_AS(train(pol, pb, o), doppler::error);
 }

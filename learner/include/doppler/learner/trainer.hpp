@@ -46,6 +46,10 @@ struct train_options {
   bool ppo = false;
   double ppo_clip = 0.2;
   int ppo_epochs = 4;
+  /// Self-imitation (Oh et al. 2018, in its simplest form): after every phase-II update, this many
+  /// imitation steps (policy::imitation_update) on the best episode sampled so far, labelled with its
+  /// own actions (self_labelled), so that the greedy policy follows the best placement found. 0 = off.
+  int self_imitation = 0;
   sim_options sim;              ///< the simulator that scores placements (model simple|wc, streams)
   /// Phase II model selection: every this many updates the greedy placement is simulated, and the
   /// parameters of the best greedy one are the policy train() leaves (0 = keep the last ones).
@@ -90,6 +94,10 @@ double score(const problem& pb, const placement& p, const sim_options& opt);
 /// floor = 0 is the rule before the floor existed.
 std::vector<double> reinforce_advantages(const std::vector<double>& costs, double baseline, bool normalize,
                                          double floor = 0.01);
+
+/// A copy of `ep` whose teacher labels are its own actions: at step t the op it chose and that op's
+/// device (one tie each), the labels imitation_update trains on; agreement counts are full.
+episode self_labelled(episode ep);
 
 /// Runs phases I, II and III (those with episodes) on one problem, updating `pol` in place.
 train_result train(policy& pol, const problem& pb, const train_options& opt);
