@@ -30,7 +30,7 @@ std::vector<episode> sampled(policy& pol, const problem& pb, int n) {
 
 }  // namespace
 
-TEST_CASE("ppo: one epoch is exactly one REINFORCE step; more epochs move the policy further") {
+TEST_CASE("ppo: one epoch is exactly one REINFORCE step, more epochs move the policy further") {
   graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;
