@@ -286,12 +286,15 @@ void add_sim_commands(CLI::App& app) {
       sim_flags f;
       std::string method = "cp", out = "placement.json", policy;
       std::uint64_t seed = 0;
-      int budget = 2000;
+      int budget = 2000, samples = 0;
     };
     auto o = std::make_shared<opts>();
     add_sim_flags(cmd, o->f);
     cmd->add_option("--method", o->method, "Placement method:" + methods + learned_method)->capture_default_str();
     cmd->add_option("--policy", o->policy, "doppler: the policy checkpoint (policy.pt) to place with");
+    cmd->add_option("--samples", o->samples,
+                    "doppler: also draw this many sampled placements (seeded by --seed) and keep the best of "
+                    "them and the greedy one under the simulator (best-of-K, K simulations)")->capture_default_str();
     cmd->add_option("--seed", o->seed, "Seed of the randomized methods")->capture_default_str();
     cmd->add_option("--budget", o->budget, "search: simulator evaluations")->capture_default_str();
     cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
@@ -301,6 +304,9 @@ void add_sim_commands(CLI::App& app) {
         throw error(errc::bad_argument, "", "--policy", "--method doppler needs a trained policy (doppler train -o policy.pt)");
       if (!learned && !o->policy.empty())
         throw error(errc::bad_argument, "", "--policy", "only --method doppler takes a policy (got --method " + o->method + ")");
+      if (o->samples < 0) throw error(errc::bad_argument, "", "--samples", "must be >= 0");
+      if (!learned && o->samples > 0)
+        throw error(errc::bad_argument, "", "--samples", "only --method doppler samples (got --method " + o->method + ")");
 #ifndef DOPPLER_HAVE_LEARNER
       if (learned) forward_to_learn_twin();  // the learner (LibTorch) lives in the twin doppler-learn
 #endif
@@ -311,7 +317,7 @@ void add_sim_commands(CLI::App& app) {
       po.sim = so;
       po.progress = progress_bar(o->method);
 #ifdef DOPPLER_HAVE_LEARNER
-      auto pl = learned ? make_doppler_placer(o->policy) : make_placer(o->method);
+      auto pl = learned ? make_doppler_placer(o->policy, o->samples) : make_placer(o->method);
 #else
       auto pl = make_placer(o->method);
 #endif
@@ -412,7 +418,7 @@ void add_sim_commands(CLI::App& app) {
       sim_flags f;
       std::string methods = "single,round-robin,random,cp,heft,m-etf,metis,search", csv, svg;
       std::vector<std::string> policies;
-      int seeds = 5, budget = 2000;
+      int seeds = 5, budget = 2000, policy_samples = 0;
       bool json = false;
     };
     auto o = std::make_shared<opts>();
@@ -423,6 +429,9 @@ void add_sim_commands(CLI::App& app) {
                     "A learned row: [NAME=]A.pt[,B.pt,...], checkpoints of `doppler train` (any --policy-kind), "
                     "e.g. one per training seed; the row's mean ± std is over their greedy placements. NAME "
                     "defaults to the policy's kind (doppler, doppler-gdp, ...). Repeatable");
+    cmd->add_option("--policy-samples", o->policy_samples,
+                    "Learned rows: best of the greedy placement and this many sampled ones under the simulator "
+                    "(place --samples), seed 0")->capture_default_str();
     cmd->add_option("--seeds", o->seeds, "Seeds per method (0..N-1): makespan mean ± std over them")->capture_default_str();
     cmd->add_option("--budget", o->budget, "search: simulator evaluations per seed")->capture_default_str();
     cmd->add_option("--csv", o->csv, "Write the table as CSV");
@@ -439,6 +448,7 @@ void add_sim_commands(CLI::App& app) {
         throw error(errc::bad_argument, "", "--methods", "no method named (and no --policy)");
       for (auto& n : names) make_placer(n);  // unknown names fail before any work
       auto learned = parse_policy_rows(o->policies);
+      if (o->policy_samples < 0) throw error(errc::bad_argument, "", "--policy-samples", "must be >= 0");
       double lb = makespan_lower_bound(g, c, cm, so);
       nlohmann::json rows = nlohmann::json::array();
 #ifdef DOPPLER_HAVE_LEARNER
@@ -448,7 +458,7 @@ void add_sim_commands(CLI::App& app) {
       std::vector<std::vector<std::unique_ptr<placer>>> learned_placers;
       for (auto& row : learned) {
         learned_placers.emplace_back();
-        for (auto& file : row.files) learned_placers.back().push_back(make_doppler_placer(file));
+        for (auto& file : row.files) learned_placers.back().push_back(make_doppler_placer(file, o->policy_samples));
         if (row.name.empty()) row.name = std::string(learned_placers.back().front()->name());
       }
 #endif

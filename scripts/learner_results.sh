@@ -11,6 +11,8 @@
 #   KINDS="dual gdp"                             GRAPHS="..." a subset of the names below
 #   JOBS=1         trainings run at once (this script's machine has 2 cores)
 #   ARGS="..."     extra `doppler train` flags for every training, e.g. ARGS="--algorithm ppo" KINDS=dual
+#   SAMPLES=K      also a row "doppler best-of-K": the dual checkpoints with `compare --policy-samples K`
+#                  (best of the greedy and K sampled placements under the simulator), in OUTDIR/<graph>.K.json
 # Every training logs to OUTDIR/<graph>-<kind>-s<seed>.log (kept: a rerun skips finished ones);
 # each compare writes OUTDIR/<graph>.json; the markdown table goes to stdout and OUTDIR/table.md.
 set -euo pipefail
@@ -80,21 +82,33 @@ for s in "${setups[@]}"; do
     --methods cp,heft,m-etf,metis,search "${args[@]}" --json >"$out/$name.json.tmp"
   mv "$out/$name.json.tmp" "$out/$name.json"
 done
+if [[ -n ${SAMPLES:-} ]]; then
+  for s in "${setups[@]}"; do
+    IFS='|' read -r name file cluster model <<<"$s"
+    wanted "$name" || continue
+    [[ -s $out/$name.$SAMPLES.json ]] && continue
+    list=""
+    for seed in $seeds; do list+="${list:+,}$out/$name-dual-s$seed.pt"; done
+    "$bin" compare --graph "$file" --cluster "$cluster" --model "$model" --methods '' --policy "best-of-$SAMPLES=$list" \
+      --policy-samples "$SAMPLES" --json >"$out/$name.$SAMPLES.json.tmp"
+    mv "$out/$name.$SAMPLES.json.tmp" "$out/$name.$SAMPLES.json"
+  done
+fi
 
-python3 - "$out" "$kinds" "${setups[@]}" <<'EOF' | tee "$out/table.md"
+python3 - "$out" "$kinds" "${SAMPLES:-}" "${setups[@]}" <<'EOF' | tee "$out/table.md"
 import json, sys, os
-out, kinds, setups = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+out, kinds, samples, setups = sys.argv[1], sys.argv[2].split(), sys.argv[3], sys.argv[4:]
 label = {"dual": "doppler", "gdp": "gdp-like", "placeto": "placeto-like", "joint": "joint"}
 placers = ["cp", "heft", "m-etf", "metis", "search"]
-learned = [label.get(k, k) for k in kinds]
+learned = [label.get(k, k) for k in kinds] + ([f"best-of-{samples}"] if samples else [])
 def unit(bound):  # one time unit per row: s, ms or µs
     return (1, "s") if bound >= 1 else (1e3, "ms") if bound >= 1e-3 else (1e6, "µs")
 def cell(r, scale):
     m, sd = r["makespan_s"] * scale, r["std_s"] * scale
     return f"{m:.4g}" + (f" ± {sd:.2g}" if sd > 1e-6 * m else "")  # no ± for float noise
 print("| graph | cluster | model | unit | bound | " + " | ".join(placers + learned) +
-      " | DOPPLER / best placer | DOPPLER / cp |")
-print("|" + "---|" * (5 + len(placers) + len(learned) + 2))
+      " | DOPPLER / best placer | DOPPLER / cp |" + (f" best-of-{samples} / best placer |" if samples else ""))
+print("|" + "---|" * (5 + len(placers) + len(learned) + 2 + (1 if samples else 0)))
 for s in setups:
     name, file, cluster, model = s.split("|")
     path = os.path.join(out, name + ".json")
@@ -102,6 +116,9 @@ for s in setups:
         continue
     j = json.load(open(path))
     rows = {r["method"]: r for r in j["rows"]}
+    if samples and os.path.exists(os.path.join(out, f"{name}.{samples}.json")):
+        for r in json.load(open(os.path.join(out, f"{name}.{samples}.json")))["rows"]:
+            rows[r["method"]] = r
     best = min(rows[p]["makespan_s"] for p in placers)
     scale, u = unit(j["lower_bound_s"])
     cells = []
@@ -111,5 +128,6 @@ for s in setups:
         cells.append(f"**{c}**" if not r["learned"] and r["makespan_s"] <= best * 1.0001 else c)
     d = rows["doppler"]["makespan_s"] if "doppler" in rows else float("nan")
     print(f"| {name} | {cluster} | {model} | {u} | {j['lower_bound_s'] * scale:.4g} | " + " | ".join(cells) +
-          f" | {d / best:.3f} ({j['best_heuristic']}) | {d / rows['cp']['makespan_s']:.3f} |")
+          f" | {d / best:.3f} ({j['best_heuristic']}) | {d / rows['cp']['makespan_s']:.3f} |" +
+          (f" {rows[f'best-of-{samples}']['makespan_s'] / best:.3f} |" if f"best-of-{samples}" in rows else ""))
 EOF
