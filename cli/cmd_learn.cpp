@@ -210,10 +210,7 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--real-straggler", "slows a device of phase III's runtime: needs --real-episodes");
 #ifdef DOPPLER_HAVE_ACTORS
     engine_options real_engine;
-    for (const auto& st : o->real_stragglers) {
-      auto [d, factor] = parse_straggler(st, c, "--real-straggler");
-      real_engine.with_straggler(d, factor);
-    }
+    real_engine.stragglers = parse_stragglers(o->real_stragglers, c, "--real-straggler");
 #endif
 #ifndef DOPPLER_HAVE_ACTORS
     if (real > 0)

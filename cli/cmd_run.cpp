@@ -198,12 +198,8 @@ void run_command(const run_flags& f) {
   if (!(f.chunk_bytes > 0)) throw error(errc::bad_argument, "", "--chunk-bytes", "must be positive");
   to.chunk_bytes = f.chunk_bytes;
   engine_options eo = with_named_backend(engine_options{}, f.backend, c.device_count());
-  for (const auto& st : f.stragglers) {
-    auto [d, factor] = parse_straggler(st, c);
-    eo.with_straggler(d, factor);
-  }
-  engine e(c, eo
-                  .with_transfers(to)
+  eo.stragglers = parse_stragglers(f.stragglers, c);
+  engine e(c, eo.with_transfers(to)
                   .with_network(!f.workers.empty())
                   .with_tls(f.tls_cert, f.tls_key, f.tls_ca)
                   .with_scheduler(f.scheduler)

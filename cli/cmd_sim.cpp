@@ -273,6 +273,13 @@ std::pair<device_index, double> parse_straggler(const std::string& s, const clus
   return {*d, f};
 }
 
+std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<std::string>& values, const cluster& c,
+                                                              const std::string& flag) {
+  std::vector<std::pair<device_index, double>> out;
+  for (const auto& v : values) out.push_back(parse_straggler(v, c, flag));
+  return out;
+}
+
 void add_sim_commands(CLI::App& app) {
   std::string methods;
   for (auto& n : placer_names()) methods += "\n  " + n + ": " + placer_description(n);
@@ -366,7 +373,7 @@ void add_sim_commands(CLI::App& app) {
       auto [g, c, cm, so] = load_setup(o->f);
       if (o->runs < 1) throw error(errc::bad_argument, "", "--runs", "must be at least 1");
       if (!(o->jitter >= 0) || !std::isfinite(o->jitter)) throw error(errc::bad_argument, "", "--jitter", "must be ≥ 0");
-      for (auto& s : o->stragglers) so.stragglers.push_back(parse_straggler(s, c));
+      so.stragglers = parse_stragglers(o->stragglers, c);
       placement p;
       if (o->placement_file.empty()) p = cp_place(g, c, cm, o->seed);
       else p = load_placement(o->placement_file, g, c);
@@ -462,6 +469,14 @@ void add_sim_commands(CLI::App& app) {
         if (row.name.empty()) row.name = std::string(learned_placers.back().front()->name());
       }
 #endif
+      // Places with `pl`, checks the placement, and records its simulated makespan and placing time.
+      auto score = [&](placer& pl, const placer_options& po, std::vector<double>& spans, std::vector<double>& times) {
+        auto t0 = std::chrono::steady_clock::now();
+        placement p = pl.place(g, c, cm, po);
+        times.push_back(seconds_since(t0));
+        check_placement(p, g, c);
+        spans.push_back(simulate(g, c, p, cm, so).makespan);
+      };
       for (auto& n : names) {
         std::vector<double> spans, times;
         for (int s = 0; s < o->seeds; ++s) {
@@ -470,12 +485,7 @@ void add_sim_commands(CLI::App& app) {
           po.budget = o->budget;
           po.sim = so;
           po.progress = progress_bar(fmt::format("{} seed {}/{}", n, s + 1, o->seeds));
-          auto pl = make_placer(n);
-          auto t0 = std::chrono::steady_clock::now();
-          placement p = pl->place(g, c, cm, po);
-          times.push_back(seconds_since(t0));
-          check_placement(p, g, c);
-          spans.push_back(simulate(g, c, p, cm, so).makespan);
+          score(*make_placer(n), po, spans, times);
         }
         rows.push_back(compare_row(n, spans, times, lb, false));
       }
@@ -485,11 +495,7 @@ void add_sim_commands(CLI::App& app) {
         for (std::size_t i = 0; i < learned[k].files.size(); ++i) {
           placer_options po;
           po.sim = so;
-          auto t0 = std::chrono::steady_clock::now();
-          placement p = learned_placers[k][i]->place(g, c, cm, po);
-          times.push_back(seconds_since(t0));
-          check_placement(p, g, c);
-          spans.push_back(simulate(g, c, p, cm, so).makespan);
+          score(*learned_placers[k][i], po, spans, times);
         }
         auto row = compare_row(learned[k].name, spans, times, lb, true);
         row["policies"] = learned[k].files;

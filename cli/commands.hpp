@@ -8,6 +8,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace doppler::cli {
 
@@ -31,6 +32,9 @@ void add_learn_commands(CLI::App& app);
 /// flag otherwise (cmd_sim.cpp).
 std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c,
                                                 const std::string& flag = "--straggler");
+/// parse_straggler of every value.
+std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<std::string>& values, const cluster& c,
+                                                              const std::string& flag = "--straggler");
 
 /// plan-comm, check-schedule, compare-comm (cmd_comm.cpp)
 void add_comm_commands(CLI::App& app);

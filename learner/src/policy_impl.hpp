@@ -1,0 +1,161 @@
+#pragma once
+// policy::impl and what policy.cpp (rollouts) and policy_update.cpp (updates, checkpoints) share.
+// LibTorch: include only from learner/src.
+#include "net.hpp"
+
+#include <doppler/learner/policy.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace doppler::learner {
+
+namespace detail {
+
+/// Copies a tensor's values into a float vector.
+inline std::vector<float> to_vector(const torch::Tensor& t) {
+  auto c = t.detach().contiguous().to(torch::kFloat);
+  return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+}
+
+/// Head ablations: the heuristic head's terms are zeroed, so neither loss nor log π sees them.
+inline void mask_ablation(detail::step_terms& st, policy_ablation a) {
+  if (a == policy_ablation::plc_only) {
+    st.sel_lp = torch::zeros_like(st.sel_lp);
+    st.sel_taken = torch::zeros_like(st.sel_taken);
+    st.sel_ent = torch::zeros_like(st.sel_ent);
+  } else if (a == policy_ablation::sel_only) {
+    st.plc_lp = torch::zeros_like(st.plc_lp);
+    st.plc_taken = torch::zeros_like(st.plc_taken);
+    st.plc_ent = torch::zeros_like(st.plc_ent);
+  }
+}
+
+/// γ^(T−1−t) for t = 0..T−1: the episode's reward discounted back to earlier steps.
+inline torch::Tensor discounts(std::int64_t t, double gamma) {
+  return torch::pow(torch::full({t}, gamma, torch::kDouble), torch::arange(t - 1, -1, -1, torch::kDouble))
+      .to(torch::kFloat);
+}
+
+}  // namespace detail
+
+/// The encoder's outputs for one problem as plain floats, for the per-step rollout loop.
+struct rollout_cache {
+  std::uint64_t version = 0;
+  std::vector<float> sel, op_part, sum_part;          // [N], [N×m], [N×m]
+  std::vector<float> dev_w, dev_b, w_dev, out_w;      // [p×F], [p], [m×p], [m]
+  float out_b = 0;
+  std::vector<float> gdp;                             // gdp: device logits [N×D]
+};
+
+using detail::to_vector;
+
+struct policy::impl {
+  explicit impl(const policy_options& o) : opt(o) {
+    torch::set_num_threads(1);
+    torch::manual_seed(o.seed);
+    model = detail::net(o);
+    adam = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(1e-3));
+  }
+
+  const detail::graph_tensors& tensors(const problem& pb) {
+    auto it = graphs.find(pb.key());
+    if (it == graphs.end()) {
+      if (graphs.size() > 16) graphs.clear();
+      it = graphs.emplace(pb.key(), detail::make_graph_tensors(pb.features())).first;
+    }
+    return it->second;
+  }
+
+  const rollout_cache& cached(const problem& pb) {
+    auto& c = caches[pb.key()];
+    if (c.version == version && !c.sel.empty()) return c;
+    if (caches.size() > 16) {
+      caches.clear();
+      return cached(pb);
+    }
+    torch::NoGradGuard ng;
+    c.version = version;
+    if (is_baseline(opt.kind)) {
+      c.sel.assign(1, 0.0f);  // marks the entry filled
+      if (opt.kind == policy_kind::gdp) c.gdp = to_vector(model->baseline->gdp_logits(tensors(pb), pb.c().device_count()));
+      return c;
+    }
+    auto e = model->encode(tensors(pb), pb.g().size());
+    c.sel = to_vector(e.sel_logits);
+    c.op_part = to_vector(e.op_part);
+    c.sum_part = to_vector(e.sum_part);
+    c.dev_w = to_vector(model->plc_dev->weight);
+    c.dev_b = to_vector(model->plc_dev->bias);
+    c.w_dev = to_vector(model->plc_w_dev->weight);
+    c.out_w = to_vector(model->plc_out->weight);
+    c.out_b = model->plc_out->bias.item<float>();
+    return c;
+  }
+
+  /// The loss of steps [t0, t1) of episode i, given log π over devices [S, D] (0 where masked), the
+  /// entropy per step [S] and the episode's tensors.
+  using baseline_loss = std::function<torch::Tensor(std::size_t i, const torch::Tensor& lp,
+                                                    const torch::Tensor& ent, const detail::episode_tensors& et,
+                                                    std::int64_t t0, std::int64_t t1)>;
+
+  /// placeto / gdp: Σ over episodes and steps of `loss_of`, divided by each episode's steps and by
+  /// the episodes. With `train`, one optimizer step (placeto: backward per chunk of steps, so memory
+  /// stays O(chunk × N × H) whatever the graph). Returns the loss value.
+  double baseline_pass(const problem& pb, std::span<const episode> eps, const baseline_loss& loss_of, bool train) {
+    const auto& gt = tensors(pb);
+    const std::size_t n = pb.g().size(), n_dev = pb.c().device_count();
+    auto& net = model->baseline;
+    if (train) adam->zero_grad();
+    std::optional<torch::NoGradGuard> ng;
+    if (!train) ng.emplace();
+    const bool placeto = opt.kind == policy_kind::placeto;
+    torch::Tensor all = placeto ? torch::Tensor() : net->gdp_logits(gt, n_dev);
+    torch::Tensor acc = torch::zeros({});
+    double value = 0;
+    const auto chunk = static_cast<std::int64_t>(std::max<std::size_t>(1, 32768 / std::max<std::size_t>(n, 1)));
+    for (std::size_t i = 0; i < eps.size(); ++i) {
+      const auto& ep = eps[i];
+      const auto t = static_cast<std::int64_t>(ep.steps());
+      auto et = detail::make_episode_tensors(ep, n, n_dev);
+      const double scale = 1.0 / (static_cast<double>(std::max<std::int64_t>(t, 1)) * static_cast<double>(eps.size()));
+      for (std::int64_t t0 = 0; t0 < t; t0 += placeto ? chunk : t) {
+        const std::int64_t t1 = placeto ? std::min(t, t0 + chunk) : t;
+        auto logits = placeto ? net->placeto_logits(gt, detail::make_placeto_state(ep.result.order, ep.result.device,
+                                                                                    n_dev, t0, t1), n_dev)
+                              : all.index_select(0, et.ops.slice(0, t0, t1));
+        auto [lp, ent] = detail::masked_log_softmax(logits / ep.temperature, et.dev_valid.slice(0, t0, t1));
+        auto l = loss_of(i, lp, ent, et, t0, t1) * scale;
+        value += l.item<double>();
+        if (train && placeto) l.backward();
+        else acc = acc + l;
+      }
+    }
+    if (train) {
+      if (!placeto) acc.backward();
+      torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+      adam->step();
+      ++version;
+    }
+    return value;
+  }
+
+  void step(torch::Tensor loss) {
+    adam->zero_grad();
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    adam->step();
+    ++version;
+  }
+
+  policy_options opt;
+  detail::net model{nullptr};
+  std::unique_ptr<torch::optim::Adam> adam;
+  std::uint64_t version = 1;
+  std::unordered_map<std::uint64_t, detail::graph_tensors> graphs;
+  std::unordered_map<std::uint64_t, rollout_cache> caches;
+};
+
+}  // namespace doppler::learner

@@ -1,0 +1,220 @@
+// The policies' updates (imitation, REINFORCE, PPO), log-probability recomputation, snapshots and
+// checkpoints (policy.hpp); the rollouts are in policy.cpp.
+#include "policy_impl.hpp"
+
+#include <doppler/runtime/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+namespace doppler::learner {
+
+using detail::discounts;
+using detail::mask_ablation;
+
+void policy::set_learning_rate(double lr) {
+  for (auto& group : impl_->adam->param_groups())
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+double policy::imitation_update(const problem& pb, std::span<const episode> eps) {
+  if (eps.empty()) return 0;
+  if (is_baseline(impl_->opt.kind)) {
+    for (const auto& ep : eps)
+      if (ep.teacher_op_off.empty()) throw error(errc::bad_argument, "learner: imitation needs teacher labels");
+    return impl_->baseline_pass(pb, eps, [](std::size_t, const torch::Tensor& lp, const torch::Tensor&,
+                                            const detail::episode_tensors& et, std::int64_t t0, std::int64_t t1) {
+      return -(lp * et.teacher_devs.slice(0, t0, t1).to(torch::kFloat)).sum();
+    }, true);
+  }
+  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  torch::Tensor loss = torch::zeros({});
+  for (const auto& ep : eps) {
+    if (ep.teacher_op_off.empty()) throw error(errc::bad_argument, "learner: imitation needs teacher labels");
+    auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
+    auto st = impl_->model->terms(e, et, 1.0);
+    mask_ablation(st, impl_->opt.ablation);
+    auto l = et.teacher_pairs.defined()
+                 ? (st.sel_lp * et.teacher_pairs.to(torch::kFloat)).sum()
+                 : (st.sel_lp * et.teacher_ops.to(torch::kFloat)).sum() +
+                       (st.plc_lp * et.teacher_devs.to(torch::kFloat)).sum();
+    loss = loss - l / static_cast<double>(std::max<std::size_t>(ep.steps(), 1));
+  }
+  loss = loss / static_cast<double>(eps.size());
+  double value = loss.item<double>();
+  impl_->step(loss);
+  return value;
+}
+
+double policy::reinforce_update(const problem& pb, std::span<const episode> eps,
+                                std::span<const double> advantages, double gamma, double entropy_weight) {
+  if (eps.empty()) return 0;
+  if (advantages.size() != eps.size())
+    throw error(errc::bad_argument, "learner: one advantage per episode");
+  if (is_baseline(impl_->opt.kind)) {
+    return impl_->baseline_pass(pb, eps, [&](std::size_t i, const torch::Tensor& lp, const torch::Tensor& ent,
+                                             const detail::episode_tensors& et, std::int64_t t0, std::int64_t t1) {
+      const auto t = static_cast<std::int64_t>(eps[i].steps());
+      auto disc = discounts(t, gamma).slice(0, t0, t1);
+      auto taken = lp.gather(1, et.devs.slice(0, t0, t1).unsqueeze(1)).squeeze(1);
+      return -((disc * taken).sum() * advantages[i] + entropy_weight * ent.sum());
+    }, true);
+  }
+  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  torch::Tensor loss = torch::zeros({});
+  for (std::size_t i = 0; i < eps.size(); ++i) {
+    const auto& ep = eps[i];
+    const auto t = static_cast<std::int64_t>(ep.steps());
+    auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
+    auto st = impl_->model->terms(e, et, ep.temperature);
+    mask_ablation(st, impl_->opt.ablation);
+    auto pg = (discounts(t, gamma) * (st.sel_taken + st.plc_taken)).sum() * advantages[i];
+    auto ent = (st.sel_ent + st.plc_ent).sum();
+    loss = loss - (pg + entropy_weight * ent) / static_cast<double>(std::max<std::int64_t>(t, 1));
+  }
+  loss = loss / static_cast<double>(eps.size());
+  double value = loss.item<double>();
+  impl_->step(loss);
+  return value;
+}
+
+double policy::ppo_update(const problem& pb, std::span<const episode> eps, std::span<const double> advantages,
+                          double gamma, double entropy_weight, double clip, int epochs) {
+  if (eps.empty()) return 0;
+  if (advantages.size() != eps.size()) throw error(errc::bad_argument, "learner: one advantage per episode");
+  if (epochs < 1) throw error(errc::bad_argument, "learner: PPO needs at least one epoch");
+  if (!(clip > 0) || !std::isfinite(clip)) throw error(errc::bad_argument, "learner: PPO clip must be > 0");
+  if (is_baseline(impl_->opt.kind))
+    throw error(errc::bad_argument, "learner: PPO updates the dual and joint policies only (this policy is " +
+                                        policy_kind_name(impl_->opt.kind) + "; use REINFORCE)");
+  // The episodes' tensors, discounts and log π_old of the taken actions, once.
+  std::vector<detail::episode_tensors> ets;
+  std::vector<torch::Tensor> old_lp, disc;
+  ets.reserve(eps.size());
+  {
+    torch::NoGradGuard ng;
+    auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+    for (const auto& ep : eps) {
+      ets.push_back(detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count()));
+      auto st = impl_->model->terms(e, ets.back(), ep.temperature);
+      mask_ablation(st, impl_->opt.ablation);
+      old_lp.push_back(st.sel_taken + st.plc_taken);
+      disc.push_back(discounts(static_cast<std::int64_t>(ep.steps()), gamma));
+    }
+  }
+  double first = 0;
+  for (int k = 0; k < epochs; ++k) {
+    auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+    torch::Tensor loss = torch::zeros({});
+    for (std::size_t i = 0; i < eps.size(); ++i) {
+      const auto t = static_cast<std::int64_t>(eps[i].steps());
+      auto st = impl_->model->terms(e, ets[i], eps[i].temperature);
+      mask_ablation(st, impl_->opt.ablation);
+      auto ratio = torch::exp(st.sel_taken + st.plc_taken - old_lp[i]);
+      auto a = disc[i] * advantages[i];
+      auto surrogate = torch::min(ratio * a, ratio.clamp(1.0 - clip, 1.0 + clip) * a).sum();
+      auto ent = (st.sel_ent + st.plc_ent).sum();
+      loss = loss - (surrogate + entropy_weight * ent) / static_cast<double>(std::max<std::int64_t>(t, 1));
+    }
+    loss = loss / static_cast<double>(eps.size());
+    if (k == 0) first = loss.item<double>();
+    impl_->step(loss);
+  }
+  return first;
+}
+
+double policy::recompute_log_prob(const problem& pb, const episode& ep) {
+  if (is_baseline(impl_->opt.kind)) {
+    return -impl_->baseline_pass(pb, std::span<const episode>(&ep, 1),
+                                 [&](std::size_t, const torch::Tensor& lp, const torch::Tensor&,
+                                     const detail::episode_tensors& et, std::int64_t t0, std::int64_t t1) {
+                                   auto taken = lp.gather(1, et.devs.slice(0, t0, t1).unsqueeze(1)).squeeze(1);
+                                   return -taken.to(torch::kDouble).sum();
+                                 }, false) * static_cast<double>(std::max<std::size_t>(ep.steps(), 1));
+  }
+  torch::NoGradGuard ng;
+  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
+  auto st = impl_->model->terms(e, et, ep.temperature);
+  mask_ablation(st, impl_->opt.ablation);
+  return (st.sel_taken.to(torch::kDouble).sum() + st.plc_taken.to(torch::kDouble).sum()).item<double>();
+}
+
+std::string policy::snapshot() const {
+  torch::serialize::OutputArchive ar;
+  impl_->model->save(ar);
+  std::ostringstream out;
+  ar.save_to(out);
+  return out.str();
+}
+
+void policy::restore(const std::string& blob) {
+  torch::serialize::InputArchive ar;
+  std::istringstream in(blob);
+  ar.load_from(in);
+  impl_->model->load(ar);
+  ++impl_->version;
+}
+
+void policy::save(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  try {
+    torch::serialize::OutputArchive ar, net_ar, adam_ar;
+    const auto& o = impl_->opt;
+    ar.write("doppler_format", torch::tensor(std::int64_t{1}));
+    ar.write("options", torch::tensor({std::int64_t{o.hidden}, std::int64_t{o.steps},
+                                       std::int64_t{o.proj}, std::int64_t{o.mlp},
+                                       std::int64_t{static_cast<int>(o.kind)},
+                                       std::int64_t{static_cast<int>(o.ablation)}}));
+    impl_->model->save(net_ar);
+    impl_->adam->save(adam_ar);
+    ar.write("net", net_ar);
+    ar.write("adam", adam_ar);
+    ar.save_to(tmp);
+    std::filesystem::rename(tmp, path);
+  } catch (const std::exception& ex) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
+    throw error(errc::io, path, "", std::string("cannot write checkpoint: ") + ex.what());
+  }
+}
+
+policy policy::load(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw error(errc::io, path, "", "no such checkpoint file");
+  try {
+    torch::serialize::InputArchive ar, net_ar, adam_ar;
+    ar.load_from(path);
+    torch::Tensor fmt, opts;
+    if (!ar.try_read("doppler_format", fmt) || fmt.item<std::int64_t>() != 1 || !ar.try_read("options", opts) ||
+        opts.numel() < 4)
+      throw error(errc::bad_format_tag, path, "", "not a doppler policy checkpoint (format 1)");
+    auto a = opts.accessor<std::int64_t, 1>();
+    policy_options o;
+    o.hidden = static_cast<int>(a[0]);
+    o.steps = static_cast<int>(a[1]);
+    o.proj = static_cast<int>(a[2]);
+    o.mlp = static_cast<int>(a[3]);
+    if (opts.numel() > 4) {  // absent: dual
+      if (a[4] < 0 || a[4] > static_cast<std::int64_t>(policy_kind::gdp))
+        throw error(errc::bad_value, path, "", "unknown policy kind " + std::to_string(a[4]));
+      o.kind = static_cast<policy_kind>(a[4]);
+    }
+    if (opts.numel() > 5) {  // absent: none
+      if (a[5] < 0 || a[5] > static_cast<std::int64_t>(policy_ablation::plc_only))
+        throw error(errc::bad_value, path, "", "unknown ablation " + std::to_string(a[5]));
+      o.ablation = static_cast<policy_ablation>(a[5]);
+    }
+    policy pol(o);
+    ar.read("net", net_ar);
+    pol.impl_->model->load(net_ar);
+    if (ar.try_read("adam", adam_ar)) pol.impl_->adam->load(adam_ar);
+    return pol;
+  } catch (const error&) {
+    throw;
+  } catch (const std::exception& ex) {
+    throw error(errc::bad_value, path, "", std::string("cannot read checkpoint: ") + ex.what());
+  }
+}
+}  // namespace doppler::learner
