@@ -88,6 +88,13 @@ void add_train(CLI::App& app) {
   cmd->add_option("--real-episodes", o->t.real_episodes,
                   "Phase III episodes: makespans measured on the actor runtime (CPU backend)")->capture_default_str();
   cmd->add_option("--real-repeat", o->real_repeat, "Phase III: runs averaged per measured episode")->capture_default_str();
+  cmd->add_option("--real-batch", o->t.real_batch,
+                  "Phase III: measured episodes per REINFORCE step (advantages normalised over the batch, as phase "
+                  "II; 1: a step per episode)")->capture_default_str();
+  cmd->add_option("--real-eval-every", o->t.real_eval_every,
+                  "Phase III model selection: measure the greedy placement after every this many updates and "
+                  "write the parameters whose greedy measured best (0: off, write the last parameters)")
+      ->capture_default_str();
   cmd->add_option("--real-straggler", o->real_stragglers,
                   "Phase III: DEVICE:FACTOR, this device of the runtime is FACTOR times slower (as `run "
                   "--straggler`); phases I and II and the simulator are not told. Repeatable");
@@ -146,6 +153,8 @@ void add_train(CLI::App& app) {
       if (given("--rl-episodes")) t.rl_episodes = o->t.rl_episodes;
       if (given("--real-episodes")) t.real_episodes = o->t.real_episodes;
       if (given("--batch")) t.batch = o->t.batch;
+      if (given("--real-batch")) t.real_batch = o->t.real_batch;
+      if (given("--real-eval-every")) t.real_eval_every = o->t.real_eval_every;
       if (given("--il-lr")) t.il_lr = o->t.il_lr;
       if (given("--rl-lr")) t.rl_lr = o->t.rl_lr;
       if (given("--entropy")) t.entropy = o->t.entropy;
@@ -217,15 +226,19 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--real-episodes", "this build has no actor runtime (DOPPLER_WITH_ACTORS=OFF)");
 #endif
     o->t.real_episodes = 0;  // phase III runs below, through the learner actor
+    if (real > 0 && o->t.real_batch < 1) throw error(errc::bad_argument, "", "--real-batch", "must be >= 1");
+    if (o->t.real_eval_every < 0) throw error(errc::bad_argument, "", "--real-eval-every", "must be >= 0");
+    std::string real_summary;
     o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + real, cp);
     auto r = learner::train(pol, pb, o->t);
     if (real == 0) pol.save(o->out);
 #ifdef DOPPLER_HAVE_ACTORS
     if (real > 0) {
       // Phase III through the learner actor (no files, no polling): the trained policy moves into a
-      // `doppler` learner served by an actor in the engine's actor system; online learning with every
-      // run but the first exploring is phase III — the actor places (a sampled rollout), the engine
-      // measures, `observe` takes the REINFORCE step, the next run starts.
+      // `doppler` learner served by an actor in the engine's actor system. The actor places (a
+      // sampled rollout), the engine measures, `observe` takes a REINFORCE step every `real_batch`
+      // episodes; after every `real_eval_every` steps the greedy placement is measured too (model
+      // selection: the learner writes the parameters whose greedy placement measured best).
       auto t0 = std::chrono::steady_clock::now();
       engine eng(c, real_engine);
       auto shared = std::make_shared<const graph>(g);
@@ -238,31 +251,51 @@ void add_train(CLI::App& app) {
       lo.temperature = o->t.temperature;
       lo.gamma = o->t.gamma;
       lo.entropy = o->t.entropy_final;
-      lo.exploit_measured = false;  // the greedy placement reported and saved is the policy's
+      lo.online_batch = o->t.real_batch;
+      lo.normalize_advantages = o->t.normalize_advantages;
+      lo.advantage_floor = o->t.advantage_floor;
+      lo.exploit_measured = false;  // the greedy placement reported is the policy's
+      lo.select_measured = o->t.real_eval_every > 0;
       learner_client client = eng.spawn_learner(learner::make_doppler_learner(std::move(pol), lc, lo));
       const auto ro = run_options{}.with_repeat(std::max(1, o->real_repeat)).with_trace(false);
-      online_learning ol(eng, client, shared, online_options{}.with_explore(1.0).with_seed(o->t.seed).with_run(ro));
-      double best = std::numeric_limits<double>::infinity();
-      int episode = static_cast<int>(r.curve.size());
       // One discarded run first: an engine's first run pays one-time costs (threads starting, pages
       // faulting in), which would make the initial greedy measurement look slower than the final one.
       eng.run(shared, client.place(shared), run_options{}.with_trace(false));
-      for (int k = 0; k <= real; ++k) {
-        online_step st = ol.step();  // run 1: the greedy placement (the baseline), then `real` explorations
-        if (k == 0) {
-          r.real_initial_greedy = st.makespan;
-          continue;
+      int episode = static_cast<int>(r.curve.size()), updates = 0, evals = 0;
+      double best = std::numeric_limits<double>::infinity(), best_greedy = best, loss = 0;
+      auto measure_greedy = [&] {  // an evaluation: its observation is the learner's model selection
+        placement p = client.place(shared);
+        double ms = eng.run(shared, p, ro).mean_makespan();
+        client.observe(shared, p, ms);
+        ++evals;
+        best_greedy = std::min(best_greedy, ms);
+        r.curve.push_back({episode, "real-greedy", ms, best_greedy, loss, -1});  // after episode `episode`
+        return ms;
+      };
+      r.real_initial_greedy = measure_greedy();  // the parameters phase II left
+      for (int k = 1; k <= real; ++k) {
+        placement p = client.place(shared, true, o->t.seed * 1000003ULL + static_cast<std::uint64_t>(k));
+        double ms = eng.run(shared, p, ro).mean_makespan();
+        learner_update u = client.observe(shared, p, ms);
+        if (u.updated) {
+          loss = u.loss;
+          ++updates;
         }
-        best = std::min(best, st.makespan);
-        learner::train_row row{++episode, "real", st.makespan, best, 0, -1};
+        best = std::min(best, ms);
+        learner::train_row row{++episode, "real", ms, best, loss, -1};
         r.curve.push_back(row);
         o->t.on_episode(row);
+        if (u.updated && o->t.real_eval_every > 0 && updates % o->t.real_eval_every == 0) measure_greedy();
       }
+      if (o->t.real_eval_every > 0 && updates % o->t.real_eval_every != 0) measure_greedy();  // the last parameters
+      // The selected parameters: the learner writes them; read them back for the final report.
+      client.save(o->out);
+      client.load(o->out);
       placement greedy = client.place(shared);
       r.real_final_greedy = eng.run(shared, greedy, ro).mean_makespan();
       r.greedy_makespan = learner::score(pb, greedy, o->t.sim);
       r.real_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      client.save(o->out);
+      real_summary = fmt::format("{} updates of {} episodes, {} greedy evaluations", updates, o->t.real_batch, evals);
     }
 #endif
     int eps = o->t.il_episodes + o->t.rl_episodes;  // simulated episodes (phase III reported apart)
@@ -279,8 +312,10 @@ void add_train(CLI::App& app) {
         r.il_seconds, r.rl_seconds, eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0, o->out);
     if (real > 0)
       std::cout << fmt::format("phase III (learner actor): measured greedy makespan {:.6g} s -> {:.6g} s (after a warm-up run; "
-                               "one measurement each: compare placements with `doppler run`; {} episodes, {:.1f} s)\n",
-                               r.real_initial_greedy, r.real_final_greedy, real, r.real_seconds);
+                               "one measurement each: compare placements with `doppler run`; {} episodes, {}{}, {:.1f} s)\n",
+                               r.real_initial_greedy, r.real_final_greedy, real, real_summary,
+                               o->t.real_eval_every > 0 ? "; wrote the best-measured greedy's parameters" : "",
+                               r.real_seconds);
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve));
     if (!o->svg.empty())
       learner::write_text_file(o->svg, learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound,

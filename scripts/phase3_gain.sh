@@ -17,18 +17,20 @@
 # and the fewest over relabelings of the devices: the cpuN are identical, so a relabeled placement is
 # the same placement; the block's shards are isomorphic too, so swapped shards also move ops without
 # changing anything — compare the simulated makespans and ops/device columns).
-# Environment (defaults in brackets): DOPPLER [build/cli/doppler], DEVICES [4], DIM [1024],
+# Environment (defaults in brackets): DOPPLER [build/release/cli/doppler], DEVICES [4], DIM [1024],
 # HEADS [16], SEQ [512], SHARDS [4], CAL_ROUNDS [5], SEEDS ["1 2 3"], IL [200], RL [400], BATCH [8],
-# REAL [500], REAL_REPEAT [3], REPEAT [5], ROUNDS [12], MODE [wc], STRAGGLER [none].
+# REAL [500], REAL_REPEAT [3], REAL_BATCH [4] (phase III episodes per update), REAL_EVAL [1] (greedy
+# measured after every REAL_EVAL updates, the best-measured parameters kept; 0: the last ones),
+# REPEAT [5], ROUNDS [12], MODE [wc], STRAGGLER [none].
 # STRAGGLER=DEV:FACTOR (e.g. cpu0:3) slows that device of the real runtime — phase III's episodes and
 # every measurement (`train --real-straggler`, `run --straggler`) — while calibration, phases I+II, cp
 # and heft keep the simulator's equal devices: a known sim-to-real gap for phase III to close.
 set -euo pipefail
-D=${DOPPLER:-build/cli/doppler}
+D=${DOPPLER:-build/release/cli/doppler}
 OUT=${1:-/tmp/doppler-phase3-gain}
 N=${DEVICES:-4} DIM=${DIM:-1024} HEADS=${HEADS:-16} SEQ=${SEQ:-512} SHARDS=${SHARDS:-4}
 SEEDS=${SEEDS:-1 2 3} IL=${IL:-200} RL=${RL:-400} BATCH=${BATCH:-8} REAL=${REAL:-500}
-REAL_REPEAT=${REAL_REPEAT:-3} REPEAT=${REPEAT:-5} ROUNDS=${ROUNDS:-12} MODE=${MODE:-wc}
+REAL_REPEAT=${REAL_REPEAT:-3} REAL_BATCH=${REAL_BATCH:-4} REAL_EVAL=${REAL_EVAL:-1} REPEAT=${REPEAT:-5} ROUNDS=${ROUNDS:-12} MODE=${MODE:-wc}
 SLOW_TRAIN=() SLOW_RUN=()
 if [[ -n ${STRAGGLER:-} ]]; then SLOW_TRAIN=(--real-straggler "$STRAGGLER"); SLOW_RUN=(--straggler "$STRAGGLER"); fi
 mkdir -p "$OUT/placements" "$OUT/train"
@@ -36,7 +38,7 @@ G=$OUT/lb.json
 load() { echo "$(date -u '+%F %T UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
 
 echo "== $(date -u '+%F %T UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), phase III $REAL episodes x $REAL_REPEAT runs; $ROUNDS rounds x $REPEAT runs; straggler ${STRAGGLER:-none}"
+echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), phase III $REAL episodes x $REAL_REPEAT runs (batch $REAL_BATCH, greedy measured every $REAL_EVAL updates); $ROUNDS rounds x $REPEAT runs; straggler ${STRAGGLER:-none}"
 "$D" workload llama-block --dim "$DIM" --heads "$HEADS" --seq "$SEQ" --shards "$SHARDS" -q -o "$G"
 "$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost.json" | tee "$OUT/calibrate.txt"
 SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
@@ -54,7 +56,7 @@ for s in $SEEDS; do
       -o "$OUT/train/p2-$s.pt" 2>&1 | grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/p2-$s.txt"
   echo "== seed $s: phase III from p2-$s.pt ($(load))"
   "${T[@]}" --init "$OUT/train/p2-$s.pt" --il-episodes 0 --rl-episodes 0 --real-episodes "$REAL" \
-      --real-repeat "$REAL_REPEAT" "${SLOW_TRAIN[@]}" --seed "$s" --csv "$OUT/train/p3-$s.csv" \
+      --real-repeat "$REAL_REPEAT" --real-batch "$REAL_BATCH" --real-eval-every "$REAL_EVAL" "${SLOW_TRAIN[@]}" --seed "$s" --csv "$OUT/train/p3-$s.csv" \
       -o "$OUT/train/p3-$s.pt" 2>&1 | grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/p3-$s.txt"
   for ph in p2 p3; do
     "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method doppler \

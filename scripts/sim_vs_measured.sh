@@ -11,11 +11,11 @@
 # runs, ROUNDS rounds over all placements interleaved, so that a change of the host's load hits every
 # placement alike), 5. simulates each placement with several cost tables and prints Spearman's ρ,
 # Pearson's r and the mean measured / simulated ratio for each; "measured" is the mean over all runs
-# or the minimum. Environment (defaults in brackets): DOPPLER [build/cli/doppler], DEVICES [4],
+# or the minimum. Environment (defaults in brackets): DOPPLER [build/release/cli/doppler], DEVICES [4],
 # DIM [1024], HEADS [16], SEQ [512], SHARDS [4], REPEAT [3], ROUNDS [10], CAL_ROUNDS [5], SEEDS [8], SKEW ["0.2 0.4 0.6 0.8"], MODE [wc],
 # BACKEND [cpu].
 set -euo pipefail
-D=${DOPPLER:-build/cli/doppler}
+D=${DOPPLER:-build/release/cli/doppler}
 OUT=${1:-/tmp/doppler-sim-vs-measured}
 N=${DEVICES:-4} DIM=${DIM:-1024} HEADS=${HEADS:-16} SEQ=${SEQ:-512} SHARDS=${SHARDS:-4}
 REPEAT=${REPEAT:-3} ROUNDS=${ROUNDS:-10} SEEDS=${SEEDS:-8} MODE=${MODE:-wc} BACKEND=${BACKEND:-cpu}

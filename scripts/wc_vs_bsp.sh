@@ -10,7 +10,7 @@
 # so load changes on a shared host hit both modes alike; prints mean ± std, min, and the speedup
 # bsp / wc of the means and of the minima.
 set -euo pipefail
-D=${DOPPLER:-build/cli/doppler}
+D=${DOPPLER:-build/release/cli/doppler}
 DIR=$1
 shift
 PLACEMENTS=("$@")

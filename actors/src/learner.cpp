@@ -40,7 +40,7 @@ learner_actor::behavior_type learner_impl(learner_actor::pointer, std::shared_pt
           check_placement(p, *pb.g, *pb.c);
           if (!(makespan >= 0)) throw error(errc::bad_value, "learner: observed makespan must be >= 0");
           l->observe(*pb.g, *pb.c, p, makespan);
-          return caf::ok_atom::value;
+          return l->last_update();
         });
       },
       [l](train_atom, const learn_problem& pb, std::int32_t episodes) {
@@ -119,8 +119,8 @@ placement learner_client::place(std::shared_ptr<const graph> g, bool explore, st
   return impl_->ask<placement>(actors::place_atom::value, impl_->problem(std::move(g)), explore, seed);
 }
 
-void learner_client::observe(std::shared_ptr<const graph> g, const placement& p, double makespan) const {
-  impl_->ask<caf::ok_atom>(actors::observe_atom::value, impl_->problem(std::move(g)), p, makespan);
+learner_update learner_client::observe(std::shared_ptr<const graph> g, const placement& p, double makespan) const {
+  return impl_->ask<learner_update>(actors::observe_atom::value, impl_->problem(std::move(g)), p, makespan);
 }
 
 learner_train_report learner_client::train(std::shared_ptr<const graph> g, int episodes) const {

@@ -22,7 +22,7 @@ online_step online_learning::step() {
   const std::uint64_t seed = (opt_.seed + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(s.run)) ^ 0xd1b54a32d192ed03ULL;
   s.used = l_.place(g_, s.explored, seed);
   s.makespan = e_->run(g_, s.used, opt_.run).mean_makespan();
-  if (opt_.learn) l_.observe(g_, s.used, s.makespan);
+  if (opt_.learn) s.update = l_.observe(g_, s.used, s.makespan);
   ++runs_;
   if (s.explored) ++explored_;
   else greedy_ = s.makespan;

@@ -37,6 +37,12 @@ std::string escape(const std::string& s) {
 std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, double lower_bound,
                       const std::string& title) {
   const double w = 800, h = 420, l = 70, r = 20, t = 40, b = 50;
+  // Evaluation rows (phase "...-greedy": phase III's measured greedy placements) are dots, not part
+  // of the episode lines; they repeat the episode number they follow.
+  auto is_eval = [](const train_row& x) { return x.phase.ends_with("-greedy"); };
+  std::vector<train_row> evals;
+  std::vector<train_row> eps;
+  for (const auto& row : rows) (is_eval(row) ? evals : eps).push_back(row);
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (const auto& row : rows) {
     lo = std::min(lo, row.best);
@@ -52,8 +58,9 @@ std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, do
   const double pad = 0.05 * (hi - lo);
   lo = std::max(0.0, lo - pad);
   hi += pad;
-  const double n = std::max<double>(1, static_cast<double>(rows.size()));
-  auto px = [&](double ep) { return l + (w - l - r) * (ep - 1) / std::max(1.0, n - 1); };
+  double n = 1;
+  for (const auto& row : rows) n = std::max(n, static_cast<double>(row.episode));
+  auto px = [&](double ep) { return l + (w - l - r) * (std::max(ep, 1.0) - 1) / std::max(1.0, n - 1); };
   auto py = [&](double v) { return t + (h - t - b) * (1 - (v - lo) / (hi - lo)); };
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
@@ -67,21 +74,24 @@ std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, do
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.4g}</text>\n", l - 6, py(v) + 4, v);
   }
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">episode (1..{})</text>\n", (l + w - r) / 2,
-                   h - 15, rows.size());
+                   h - 15, static_cast<long>(n));
   // Phase boundary.
-  for (std::size_t i = 1; i < rows.size(); ++i)
-    if (rows[i].phase != rows[i - 1].phase)
+  for (std::size_t i = 1; i < eps.size(); ++i)
+    if (eps[i].phase != eps[i - 1].phase)
       s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#999\" "
                        "stroke-dasharray=\"2,3\"/>\n",
-                       px(static_cast<double>(rows[i].episode)), t, h - b);
+                       px(static_cast<double>(eps[i].episode)), t, h - b);
   auto polyline = [&](auto value, const char* color, double width) {
     std::string pts;
-    for (const auto& row : rows) pts += fmt::format("{:.1f},{:.1f} ", px(row.episode), py(value(row)));
+    for (const auto& row : eps) pts += fmt::format("{:.1f},{:.1f} ", px(row.episode), py(value(row)));
     return fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" points=\"{}\"/>\n", color,
                        width, pts);
   };
   s += polyline([](const train_row& x) { return x.makespan; }, "#9ecae1", 1);
   s += polyline([](const train_row& x) { return x.best; }, "#08519c", 2);
+  for (const auto& e : evals)
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"#ff7f0e\"/>\n", px(e.episode),
+                     py(e.makespan));
   int legend = 0;
   auto ref_line = [&](double v, const char* color, const std::string& label) {
     if (v <= 0) return;
@@ -96,6 +106,10 @@ std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, do
   s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#08519c\" text-anchor=\"end\">best so far / episode "
                    "makespan (light)</text>\n",
                    w - r, t + 14 * ++legend);
+  if (!evals.empty())
+    s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#ff7f0e\" text-anchor=\"end\">measured greedy placement "
+                     "(dots)</text>\n",
+                     w - r, t + 14 * ++legend);
   s += "</svg>\n";
   return s;
 }

@@ -4,7 +4,9 @@
 #include <doppler/learner/trainer.hpp>
 #include <doppler/runtime/error.hpp>
 
+#include <algorithm>
 #include <deque>
+#include <limits>
 #include <optional>
 
 namespace doppler::learner {
@@ -16,9 +18,16 @@ class doppler_learner final : public learner_interface {
   doppler_learner(const learner_config& cfg, const doppler_learner_options& opt)
       : cfg_(cfg),
         opt_(opt),
-        pol_(cfg.policy.empty() ? policy(policy_options(opt.policy).with_seed(cfg.seed)) : policy::load(cfg.policy)) {}
+        pol_(cfg.policy.empty() ? policy(policy_options(opt.policy).with_seed(cfg.seed)) : policy::load(cfg.policy)) {
+    check(opt);
+  }
   doppler_learner(policy pol, const learner_config& cfg, const doppler_learner_options& opt)
-      : cfg_(cfg), opt_(opt), pol_(std::move(pol)) {}
+      : cfg_(cfg), opt_(opt), pol_(std::move(pol)) {
+    check(opt);
+  }
+  static void check(const doppler_learner_options& opt) {
+    if (opt.online_batch < 1) throw error(errc::bad_argument, "doppler learner: online_batch must be >= 1");
+  }
 
   std::string_view name() const noexcept override { return "doppler"; }
 
@@ -28,6 +37,10 @@ class doppler_learner final : public learner_interface {
     episode ep = pol_.rollout(pb, o);
     ep.result.method = "doppler";
     placement p = ep.result;
+    if (!explore && opt_.select_measured) {  // an observation of it evaluates these parameters
+      greedy_ = p;
+      greedy_update_ = stats_.updates;
+    }
     if (!explore && opt_.exploit_measured) {
       const measured* mine = find(p);
       const measured* best = nullptr;
@@ -48,8 +61,8 @@ class doppler_learner final : public learner_interface {
 
   void observe(const graph& g, const cluster& c, const placement& p, double makespan) override {
     auto& pb = problem_for(g, c);
+    last_ = {};
     ++stats_.observed;
-    const double baseline = cost_n_ == 0 ? makespan : cost_sum_ / static_cast<double>(cost_n_);
     cost_sum_ += makespan;
     ++cost_n_;
     if (measured* m = find(p)) {
@@ -59,17 +72,19 @@ class doppler_learner final : public learner_interface {
       measured_.push_back({p, makespan, 1});
       if (measured_.size() > 256) measured_.pop_front();
     }
+    if (opt_.select_measured && greedy_update_ == stats_.updates && same(p, greedy_)) evaluated(p);
     for (auto it = handed_.begin(); it != handed_.end(); ++it) {
-      if (it->result.device != p.device || it->result.order != p.order) continue;
-      const double adv = baseline > 0 ? (baseline - makespan) / baseline : 0.0;
-      pol_.set_learning_rate(opt_.online_lr);
-      pol_.reinforce_update(pb, std::span<const episode>(&*it, 1), std::span<const double>(&adv, 1), opt_.gamma,
-                            opt_.entropy);
-      ++stats_.updates;
+      if (!same(it->result, p)) continue;
+      pending_.push_back(std::move(*it));
+      pending_costs_.push_back(makespan);
       handed_.erase(it);
+      if (static_cast<int>(pending_.size()) >= std::max(1, opt_.online_batch)) update(pb);
       break;
     }
+    stats_.pending = static_cast<int>(pending_.size());
   }
+
+  learner_update last_update() const override { return last_; }
 
   learner_train_report train(const graph& g, const cluster& c, int episodes) override {
     auto& pb = problem_for(g, c);
@@ -81,18 +96,36 @@ class doppler_learner final : public learner_interface {
     t.seed = cfg_.seed + static_cast<std::uint64_t>(++trainings_);
     auto r = learner::train(pol_, pb, t);
     handed_.clear();  // the parameters moved: old episodes are off-policy now
+    pending_.clear();
+    pending_costs_.clear();
+    evals_.clear();  // and the evaluated parameters no longer describe this learner's training
+    greedy_update_ = -1;
     return {episodes, r.best_makespan, r.greedy_makespan};
   }
 
-  void save(const std::string& path) const override { pol_.save(path); }
+  void save(const std::string& path) const override {
+    const evaluation* sel = selected();
+    if (!sel || sel->update == stats_.updates) return pol_.save(path);
+    policy older(pol_.options());  // the selected parameters, with a fresh optimizer state
+    older.restore(sel->params);
+    older.save(path);
+  }
   void load(const std::string& path) override {
     pol_ = policy::load(path);
     handed_.clear();
     measured_.clear();
+    pending_.clear();
+    pending_costs_.clear();
+    evals_.clear();
+    greedy_update_ = -1;
     problem_.reset();
   }
 
-  doppler_learner_stats stats() const { return stats_; }
+  doppler_learner_stats stats() const {
+    auto st = stats_;
+    if (const evaluation* sel = selected()) st.selected_update = sel->update;
+    return st;
+  }
 
  private:
   struct measured {
@@ -101,10 +134,63 @@ class doppler_learner final : public learner_interface {
     int n = 0;
     double mean() const { return sum / n; }
   };
+  /// Parameters whose greedy placement was measured (select_measured), after `update` updates.
+  struct evaluation {
+    placement p;
+    std::string params;
+    int update = 0;
+  };
+  static bool same(const placement& a, const placement& b) { return a.device == b.device && a.order == b.order; }
   measured* find(const placement& p) {
     for (auto& m : measured_)
-      if (m.p.device == p.device && m.p.order == p.order) return &m;
+      if (same(m.p, p)) return &m;
     return nullptr;
+  }
+  const measured* find(const placement& p) const { return const_cast<doppler_learner*>(this)->find(p); }
+  double mean_of(const placement& p) const {
+    const measured* m = find(p);
+    return m ? m->mean() : std::numeric_limits<double>::infinity();
+  }
+  /// The evaluated parameters with the lowest mean measured greedy makespan (nullptr: none).
+  const evaluation* selected() const {
+    const evaluation* best = nullptr;
+    for (const auto& e : evals_)
+      if (!best || mean_of(e.p) < mean_of(best->p)) best = &e;
+    return best;
+  }
+
+  /// The greedy placement of the current parameters was measured: remember them (one entry per
+  /// distinct placement: parameters with the same greedy placement are the same choice; the 16
+  /// best-measured are kept).
+  void evaluated(const placement& p) {
+    ++stats_.evaluations;
+    for (auto& e : evals_)
+      if (same(e.p, p)) return;
+    evals_.push_back({p, pol_.snapshot(), stats_.updates});
+    if (evals_.size() > 16) {
+      auto worst = std::max_element(evals_.begin(), evals_.end(), [&](const evaluation& x, const evaluation& y) {
+        return mean_of(x.p) < mean_of(y.p);
+      });
+      evals_.erase(worst);
+    }
+  }
+
+  /// One REINFORCE step on the pending batch: the trainer's advantages against the mean of the
+  /// costs observed before it.
+  void update(const problem& pb) {
+    double pending_sum = 0;
+    for (double x : pending_costs_) pending_sum += x;
+    const auto n = pending_costs_.size();
+    const double baseline = cost_n_ > n ? (cost_sum_ - pending_sum) / static_cast<double>(cost_n_ - n)
+                                        : pending_sum / static_cast<double>(n);
+    auto adv = reinforce_advantages(pending_costs_, baseline, opt_.normalize_advantages, opt_.advantage_floor);
+    pol_.set_learning_rate(opt_.online_lr);
+    last_.loss = pol_.reinforce_update(pb, pending_, adv, opt_.gamma, opt_.entropy);
+    last_.updated = true;
+    last_.episodes = static_cast<std::int32_t>(n);
+    ++stats_.updates;
+    pending_.clear();
+    pending_costs_.clear();
   }
 
   /// The problem of (g, c), rebuilt when the graph or the cluster changes (copies are kept: the
@@ -119,6 +205,10 @@ class doppler_learner final : public learner_interface {
       c_ = std::make_unique<cluster>(c);
       problem_.emplace(*g_, *c_, cfg_.costs);
       handed_.clear();
+      pending_.clear();
+      pending_costs_.clear();
+      evals_.clear();
+      greedy_update_ = -1;
       cost_sum_ = 0;
       cost_n_ = 0;
       measured_.clear();
@@ -134,6 +224,12 @@ class doppler_learner final : public learner_interface {
   std::optional<problem> problem_;
   std::deque<episode> handed_;   // exploring episodes awaiting their observation
   std::deque<measured> measured_;  // observed placements of the current problem, mean makespans
+  std::vector<episode> pending_;     // observed exploring episodes awaiting their batch's update ...
+  std::vector<double> pending_costs_;  // ... and their measured costs
+  std::vector<evaluation> evals_;    // select_measured: evaluated parameters
+  placement greedy_;                 // the latest greedy placement handed out ...
+  int greedy_update_ = -1;           // ... after this many updates (-1: none since a reset)
+  learner_update last_;
   double cost_sum_ = 0;
   std::size_t cost_n_ = 0;
   int trainings_ = 0;

@@ -78,7 +78,7 @@ agreement teacher_agreement(policy& pol, const problem& pb) {
 }
 
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
-  if (opt.batch < 1) throw error(errc::bad_argument, "learner: batch must be >= 1");
+  if (opt.batch < 1 || opt.real_batch < 1) throw error(errc::bad_argument, "learner: batch must be >= 1");
   if (opt.self_imitation < 0) throw error(errc::bad_argument, "learner: self_imitation must be >= 0");
   if (opt.ppo && (opt.ppo_epochs < 1 || !(opt.ppo_clip > 0)))
     throw error(errc::bad_argument, "learner: PPO needs ppo_epochs >= 1 and ppo_clip > 0");
@@ -134,8 +134,8 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
   // advantage is relative, (baseline − cost) / baseline, so the step size does not depend on the
   // time unit. Phase II's costs come from the simulator, phase III's from opt.measure.
   std::function<void(int)> on_update;
-  auto reinforce = [&](const char* phase, int episodes, const std::function<double(const placement&)>& cost,
-                       std::uint64_t stream) {
+  auto reinforce = [&](const char* phase, int episodes, int batch_size,
+                       const std::function<double(const placement&)>& cost, std::uint64_t stream) {
     double cost_sum = 0, ema = 0, phase_best = std::numeric_limits<double>::infinity();
     double self_best = std::numeric_limits<double>::infinity();
     std::vector<episode> self_ep;  // the best episode so far, self-labelled (self_imitation)
@@ -145,7 +145,7 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
     for (int done = 0; done < episodes;) {
       const double x = episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
       pol.set_learning_rate(opt.rl_lr * lerp(1.0, opt.lr_final, x));
-      const int b = std::min(opt.batch, episodes - done);
+      const int b = std::min(batch_size, episodes - done);
       batch.clear();
       costs.clear();
       for (int i = 0; i < b; ++i) {
@@ -205,7 +205,7 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
   on_update = [&](int updates) {
     if (opt.eval_every > 0 && updates % opt.eval_every == 0) evaluate();
   };
-  reinforce("rl", opt.rl_episodes, [&](const placement& p) { return score(pb, p, opt.sim); }, 0);
+  reinforce("rl", opt.rl_episodes, opt.batch, [&](const placement& p) { return score(pb, p, opt.sim); }, 0);
   on_update = nullptr;
   if (!best_params.empty()) {
     res.last_greedy_makespan = score(pb, pol.place(pb), opt.sim);
@@ -216,7 +216,7 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
     if (!opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");
     t0 = std::chrono::steady_clock::now();
     res.real_initial_greedy = opt.measure(pol.place(pb));
-    reinforce("real", opt.real_episodes, opt.measure, 0x2545f4914f6cdd1dULL);
+    reinforce("real", opt.real_episodes, opt.real_batch, opt.measure, 0x2545f4914f6cdd1dULL);
     res.real_final_greedy = opt.measure(pol.place(pb));
     res.real_seconds = seconds_since(t0);
   }

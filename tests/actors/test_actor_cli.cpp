@@ -210,17 +210,37 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
                   " --repeat 1 --json");
   CAPTURE(again.out);
   CHECK(again.code == 0);
-  // Phase III of `doppler train` runs through the learner actor: 4 measured episodes in the curve.
+  // Phase III of `doppler train` runs through the learner actor: 5 measured episodes in the curve,
+  // a REINFORCE step per 2 (their loss in the CSV), the greedy placement measured before phase III
+  // and after each step (real-greedy rows), the last parameters measured once more (5 = 2 + 2 + 1).
   auto p3 = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --il-episodes 4 --rl-episodes 4 " +
-               "--real-episodes 4 --hidden 16 --steps 2 -o " + (t / "p3.pt") + " --csv " + (t / "p3.csv"));
+               "--real-episodes 5 --real-batch 2 --hidden 16 --steps 2 -o " + (t / "p3.pt") + " --csv " + (t / "p3.csv") +
+               " --svg " + (t / "p3.svg"));
   CAPTURE(p3.out);
   REQUIRE(p3.code == 0);
   CHECK(p3.out.find("phase III (learner actor)") != std::string::npos);
+  CHECK(p3.out.find("2 updates of 2 episodes, 3 greedy evaluations") != std::string::npos);
   std::ifstream csv(t / "p3.csv");
-  int real_rows = 0;
-  for (std::string line; std::getline(csv, line);) real_rows += line.find(",real,") != std::string::npos;
-  CHECK(real_rows == 4);
+  int real_rows = 0, greedy_rows = 0, losses = 0;
+  for (std::string line; std::getline(csv, line);) {
+    const bool real = line.find(",real,") != std::string::npos;
+    real_rows += real;
+    greedy_rows += line.find(",real-greedy,") != std::string::npos;
+    // episode,phase,makespan,best,loss,agreement: episodes 2 and 4 completed a batch.
+    if (real && (line.starts_with("10,") || line.starts_with("12,"))) {
+      auto f = line.find(',', line.find(',', line.find(',', line.find(',') + 1) + 1) + 1);
+      losses += std::stod(line.substr(f + 1)) != 0;
+    }
+  }
+  CHECK(real_rows == 5);
+  CHECK(greedy_rows == 3);
+  CHECK(losses == 2);
   CHECK(fs::exists(t / "p3.pt"));
+  std::ifstream svg(t / "p3.svg");
+  std::string svg_text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  CHECK(svg_text.find("<circle") != std::string::npos);  // the greedy evaluations
+  CHECK(sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --il-episodes 1 --rl-episodes 1 --real-episodes 2 "
+           "--real-batch 0 -o " + (t / "s.pt")).out.find("--real-batch") != std::string::npos);
   // --real-straggler slows phase III's runtime only: it needs phase III, and a device of the cluster.
   auto lone = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --il-episodes 1 --rl-episodes 1 "
                  "--real-straggler cpu0:2 -o " + (t / "s.pt"));

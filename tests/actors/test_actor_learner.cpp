@@ -57,6 +57,8 @@ struct toy_learner final : learner_interface {
     ++observes;
     last = ms;
   }
+  /// Every second observation "updates", with its makespan as the loss.
+  learner_update last_update() const override { return {observes % 2 == 0, last, observes % 2 == 0 ? 2 : 0}; }
   void save(const std::string& path) const override { std::ofstream(path) << "toy " << observes; }
   void load(const std::string& path) override {
     if (!std::filesystem::exists(path)) throw error(errc::io, path, "", "no such file");
@@ -124,15 +126,19 @@ TEST_CASE("the learner actor answers name, place, observe, train, save and load 
   CHECK(greedy.device == std::vector<device_index>(g->size(), 0));
   placement explore = client.place(g, true, 5);
   CHECK(explore.device == std::vector<device_index>(g->size(), 2));
-  client.observe(g, explore, 0.25);
+  CHECK_FALSE(client.observe(g, explore, 0.25).updated);  // observe answers with last_update()
   CHECK(toy->observes == 1);
   CHECK(toy->last == 0.25);
+  learner_update u = client.observe(g, explore, 0.5);
+  CHECK(u.updated);
+  CHECK(u.loss == 0.5);
+  CHECK(u.episodes == 2);
   CHECK(client.train(g, 3).episodes == 0);  // the default train: nothing to train
 
   auto file = (std::filesystem::temp_directory_path() / "doppler_toy_learner.txt").string();
   client.save(file);
   client.load(file);
-  CHECK(toy->saved == "toy 1");
+  CHECK(toy->saved == "toy 2");
   std::filesystem::remove(file);
   // A learner's error comes back as the same doppler::error.
   try {
@@ -146,7 +152,7 @@ TEST_CASE("the learner actor answers name, place, observe, train, save and load 
   placement bad;
   bad.device = {0};
   CHECK_THROWS_AS(client.observe(g, bad, 1.0), error);
-  CHECK(toy->observes == 1);
+  CHECK(toy->observes == 2);
   CHECK_THROWS_AS(client.observe(g, greedy, -1.0), error);
   caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

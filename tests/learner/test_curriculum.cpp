@@ -11,7 +11,7 @@ using namespace doppler::learner;
 
 TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   auto c = parse_curriculum(R"({"format": "doppler-curriculum/1",
-      "phases": {"il_episodes": 12, "rl_episodes": 34, "batch": 5},
+      "phases": {"il_episodes": 12, "rl_episodes": 34, "batch": 5, "real_batch": 2, "real_eval_every": 0},
       "imitation": {"lr": 0.02, "epsilon_final": 0.0},
       "reinforce": {"temperature": 0.5, "gamma": 1.0, "normalize_advantages": false, "baseline_decay": 0.9,
                     "advantage_floor": 0.05, "algorithm": "ppo", "ppo_epochs": 3},
@@ -21,6 +21,8 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(c.train.rl_episodes == 34);
   CHECK(c.train.real_episodes == 0);
   CHECK(c.train.batch == 5);
+  CHECK(c.train.real_batch == 2);
+  CHECK(c.train.real_eval_every == 0);
   CHECK(c.train.il_lr == doctest::Approx(0.02));
   CHECK(c.train.il_epsilon == doctest::Approx(train_options{}.il_epsilon));
   CHECK(c.train.il_epsilon_final == 0);

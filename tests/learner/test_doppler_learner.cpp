@@ -12,6 +12,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -125,4 +126,83 @@ TEST_CASE("doppler learner deployment: greedy returns the best measured placemen
   plain->observe(g, c, other, 1.0);
   plain->observe(g, c, greedy, 2.0);
   CHECK(plain->place(g, c, false, 0).device == greedy.device);
+}
+
+TEST_CASE("doppler learner online batches: one REINFORCE step per online_batch exploring observations") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  auto opt = small();
+  opt.online_batch = 3;
+  opt.exploit_measured = false;  // greedy place: the policy's own placement
+  auto l = make_doppler_learner(learner_config{}.with_seed(3), opt);
+  placement greedy = l->place(g, c, false, 0);
+  l->observe(g, c, greedy, 2.0);
+  CHECK_FALSE(l->last_update().updated);
+  for (std::uint64_t k = 0; k < 2; ++k) {
+    placement p = l->place(g, c, true, k);
+    l->observe(g, c, p, 1.5 + 0.25 * static_cast<double>(k));
+    CHECK_FALSE(l->last_update().updated);
+  }
+  CHECK(stats_of(*l).pending == 2);
+  CHECK(stats_of(*l).updates == 0);
+  CHECK(l->place(g, c, false, 0).device == greedy.device);  // nothing learned yet
+  placement p = l->place(g, c, true, 7);
+  l->observe(g, c, p, 3.0);
+  learner_update u = l->last_update();
+  CHECK(u.updated);
+  CHECK(u.episodes == 3);
+  CHECK(std::isfinite(u.loss));
+  CHECK(u.loss != 0);
+  CHECK(stats_of(*l).updates == 1);
+  CHECK(stats_of(*l).pending == 0);
+  opt.online_batch = 0;
+  CHECK_THROWS_AS(make_doppler_learner(learner_config{}, opt), error);
+}
+
+TEST_CASE("doppler learner measured model selection: save writes the parameters whose greedy measured best") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  sim_options so;
+  so.model = sim_model::simple;
+  auto opt = small();
+  opt.online_lr = 0.05;
+  opt.select_measured = true;
+  opt.exploit_measured = false;
+  auto l = make_doppler_learner(learner_config{}.with_seed(4), opt);
+  placement g0 = l->place(g, c, false, 0);
+  l->observe(g, c, g0, 1.0);  // the initial parameters' greedy, measured: an evaluation
+  CHECK(stats_of(*l).evaluations == 1);
+  CHECK(stats_of(*l).selected_update == 0);
+  // Updates until the greedy placement changes (large steps on simulated costs).
+  placement g1 = g0;
+  for (std::uint64_t k = 0; k < 60 && g1.device == g0.device; ++k) {
+    placement p = l->place(g, c, true, k);
+    l->observe(g, c, p, simulate(g, c, p, cm, so).makespan);
+    g1 = l->place(g, c, false, 0);
+  }
+  REQUIRE(g1.device != g0.device);
+  const int after = stats_of(*l).updates;
+  l->observe(g, c, g1, 5.0);  // the new parameters' greedy measures worse
+  CHECK(stats_of(*l).evaluations == 2);
+  CHECK(stats_of(*l).selected_update == 0);
+  auto file = temp_path("learner_selected.pt");
+  l->save(file);
+  auto back = make_doppler_learner(learner_config{}.with_policy(file), small());
+  CHECK(back->place(g, c, false, 0).device == g0.device);  // the selected, older parameters
+  // More measurements of g1 bring its mean (5 + 6 × 0.1) / 7 = 0.8 under g0's 1.0: the current ones win.
+  for (int k = 0; k < 6; ++k) l->observe(g, c, g1, 0.1);
+  CHECK(stats_of(*l).selected_update == after);
+  l->save(file);
+  CHECK(make_doppler_learner(learner_config{}.with_policy(file), small())->place(g, c, false, 0).device == g1.device);
+  // After another update, an observation evaluates nothing until a greedy place hands out the new
+  // parameters' placement; it still moves the means: g0's (1 + 0.01) / 2 is the best again.
+  const int evals = stats_of(*l).evaluations;
+  placement p = l->place(g, c, true, 99);
+  l->observe(g, c, p, simulate(g, c, p, cm, so).makespan);
+  REQUIRE(stats_of(*l).updates == after + 1);
+  l->observe(g, c, g0, 0.01);
+  CHECK(stats_of(*l).evaluations == evals);
+  CHECK(stats_of(*l).selected_update == 0);
+  std::filesystem::remove(file);
 }

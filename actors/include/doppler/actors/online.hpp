@@ -32,8 +32,8 @@ class learner_client {
   std::string name() const;
   /// A placement of g on the engine's cluster: greedy, or exploring (with seed).
   placement place(std::shared_ptr<const graph> g, bool explore = false, std::uint64_t seed = 0) const;
-  /// Reports a measured makespan; returns once the learner has updated.
-  void observe(std::shared_ptr<const graph> g, const placement& p, double makespan) const;
+  /// Reports a measured makespan; returns once the learner has updated, with what it did.
+  learner_update observe(std::shared_ptr<const graph> g, const placement& p, double makespan) const;
   /// `episodes` episodes of training in the simulator.
   learner_train_report train(std::shared_ptr<const graph> g, int episodes) const;
   void save(const std::string& path) const;
@@ -65,6 +65,7 @@ struct online_step {
   double best = 0;             ///< best measured makespan so far
   double greedy = 0;           ///< measured makespan of the latest greedy run
   placement used;              ///< the placement that ran
+  learner_update update;       ///< what the learner's observe did (nothing when learn is off)
 };
 
 /// Runs a graph again and again for the user, learning between runs.

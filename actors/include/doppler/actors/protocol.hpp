@@ -282,8 +282,9 @@ using worker_actor = caf::typed_actor<
 using learner_actor = caf::typed_actor<
     /// A placement of the problem: greedy (false) or exploring (true), with an exploration seed.
     caf::replies_to<place_atom, learn_problem, bool, std::uint64_t>::with<placement>,
-    /// The measured makespan (seconds) of a placement; answered after the learner has updated.
-    caf::replies_to<observe_atom, learn_problem, placement, double>::with<caf::ok_atom>,
+    /// The measured makespan (seconds) of a placement; answered after the learner has updated, with
+    /// what the update did (`learner_interface::last_update`).
+    caf::replies_to<observe_atom, learn_problem, placement, double>::with<learner_update>,
     /// Train this many episodes in the simulator.
     caf::replies_to<train_atom, learn_problem, std::int32_t>::with<learner_train_report>,
     /// Write / read the learner's state file.
@@ -390,6 +391,10 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, learner_train_report& x) {
   return f(caf::meta::type_name("learner_train_report"), x.episodes, x.best_makespan, x.greedy_makespan);
 }
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, learner_update& x) {
+  return f(caf::meta::type_name("learner_update"), x.updated, x.loss, x.episodes);
+}
 }  // namespace doppler
 
 /// The plan is process-local (a pointer to an immutable graph); remote devices get `plan_text`.
@@ -422,4 +427,5 @@ CAF_BEGIN_TYPE_ID_BLOCK(doppler_actors, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::placement))
   CAF_ADD_TYPE_ID(doppler_actors, (doppler::learner_train_report))
   CAF_ADD_TYPE_ID(doppler_actors, (std::vector<doppler::actors::tensor_ref>))
+  CAF_ADD_TYPE_ID(doppler_actors, (doppler::learner_update))
 CAF_END_TYPE_ID_BLOCK(doppler_actors)

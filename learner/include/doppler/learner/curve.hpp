@@ -1,6 +1,7 @@
 #pragma once
 /// Training-curve outputs: a CSV (episode, phase, makespan, best, loss, agreement) and an SVG plot
-/// of makespan and best-so-far per episode with the cp teacher and the lower bound as lines.
+/// of makespan and best-so-far per episode with the cp teacher and the lower bound as lines; rows of a
+/// "...-greedy" phase (phase III's measured greedy evaluations) are drawn as dots.
 
 #include <doppler/learner/trainer.hpp>
 

@@ -3,15 +3,22 @@
 /// actor can serve it (Torch-free header). Registered as `doppler` by `register_doppler_learner()`.
 ///
 /// - place: the policy's greedy SEL+PLC placement, or (explore) a sample at the exploration
-///   temperature; every placement it hands out is remembered with its episode.
+///   temperature; every exploring placement it hands out is remembered with its episode.
 /// - observe: the measured makespan of one of its placements. Every observation moves the baseline
-///   (running mean of the graph's observed costs, the trainer's rule); an observation of an exploring
-///   placement is a phase-III REINFORCE step: advantage (baseline − cost) / baseline, the trainer's
-///   discount and entropy weight, Adam at `online_lr`. Placements it did not make only move the baseline.
-///   Every observed placement's mean makespan is kept (the 256 most recent distinct ones).
+///   (running mean of the graph's observed costs, the trainer's rule). Observations of exploring
+///   placements are phase III's episodes: every `online_batch` of them make one REINFORCE step with
+///   the trainer's advantages (`reinforce_advantages`: (baseline − cost) / baseline against the mean
+///   of the costs observed before the batch, normalised by the batch's spread when it has ≥ 2),
+///   the trainer's discount and entropy weight, Adam at `online_lr`. Placements it did not make only
+///   move the baseline. Every observed placement's mean makespan is kept (the 256 most recent).
 /// - greedy place with `exploit_measured` (default): the policy's greedy placement, unless it has been
 ///   measured and another measured placement has a lower mean — then that one (method
 ///   "doppler:best-measured"): deployment never returns to a placement known to be worse.
+/// - measured model selection (`select_measured`, phase III): an observation of the greedy placement
+///   of the current parameters (no update since the greedy place) evaluates them; `save` writes the
+///   evaluated parameters whose greedy placement has the lowest mean measured makespan — phase II's
+///   model selection with measured instead of simulated makespans. Training continues from the
+///   latest parameters; the optimizer state written with selected older parameters is fresh.
 /// - train: phase II (REINFORCE in the simulator, `learner_config::sim`) for that many episodes.
 /// - save / load: the policy checkpoint (policy::save / policy::load).
 
@@ -29,7 +36,11 @@ struct doppler_learner_options {
   double gamma = 0.99;            ///< discount of the reward to earlier steps (the trainer's)
   double entropy = 0.001;         ///< entropy bonus of the online steps
   int batch = 4;                  ///< phase II batch in train()
+  int online_batch = 1;           ///< exploring observations per phase-III REINFORCE step (>= 1)
+  bool normalize_advantages = true;  ///< online_batch >= 2: advantages over the batch's spread ...
+  double advantage_floor = 0.01;     ///< ... floored (reinforce_advantages)
   bool exploit_measured = true;   ///< greedy place may return the best measured placement (above)
+  bool select_measured = false;   ///< save writes the best-measured evaluated parameters (above)
 };
 
 /// The `doppler` learner; starts from `cfg.policy` when given (errors name the file), else fresh
@@ -48,6 +59,9 @@ void register_doppler_learner();
 struct doppler_learner_stats {
   int observed = 0, updates = 0;
   int best_measured = 0;  ///< greedy places that returned the best measured placement, not the policy's
+  int evaluations = 0;    ///< select_measured: observations that evaluated the current parameters
+  int pending = 0;        ///< exploring observations waiting for their batch's update
+  int selected_update = -1;  ///< select_measured: after how many updates the selected parameters were (-1: none)
 };
 /// The statistics of `l` when it is a `doppler` learner; throws `errc::bad_argument` otherwise.
 doppler_learner_stats stats_of(const learner_interface& l);

@@ -16,7 +16,8 @@ namespace doppler::learner {
 /// One row of the training curve (one episode).
 struct train_row {
   int episode = 0;          ///< 1-based over both phases
-  std::string phase;        ///< "il", "rl" or "real"
+  std::string phase;        ///< "il", "rl" or "real"; "real-greedy": a measured evaluation of the greedy
+                            ///< placement after that episode (phase III, `doppler train`), not an episode
   double makespan = 0;      ///< simulated makespan of this episode's placement
   double best = 0;          ///< best makespan so far
   double loss = 0;          ///< loss of the update this episode took part in
@@ -27,6 +28,9 @@ struct train_options {
   int il_episodes = 200;        ///< phase I episodes
   int rl_episodes = 400;        ///< phase II episodes
   int real_episodes = 0;        ///< phase III episodes (costs from `measure`)
+  int real_batch = 4;           ///< phase III episodes per update (measured episodes are expensive)
+  int real_eval_every = 1;      ///< phase III model selection (`doppler train`): measure the greedy
+                                ///< placement after every this many updates (0: keep the last parameters)
   int batch = 4;                ///< episodes per update
   double il_lr = 1e-2;          ///< phase I Adam learning rate (decays linearly to lr_final × it)
   double rl_lr = 1e-2;          ///< phase II Adam learning rate (decays linearly to lr_final × it)

@@ -43,6 +43,13 @@ struct learner_train_report {
   double greedy_makespan = 0;   ///< simulated makespan of the greedy placement afterwards (0: none)
 };
 
+/// What a learner's latest `observe` did (logs: phase III's CSV loss column).
+struct learner_update {
+  bool updated = false;       ///< the observation completed an update of the learner's parameters
+  double loss = 0;            ///< that update's loss (before the step)
+  std::int32_t episodes = 0;  ///< observations the update used (its batch)
+};
+
 /// A placement policy that can learn from measured makespans. One instance serves one learner actor;
 /// the actor calls it from one thread at a time.
 class learner_interface {
@@ -56,6 +63,8 @@ class learner_interface {
   virtual placement place(const graph& g, const cluster& c, bool explore, std::uint64_t seed) = 0;
   /// The measured makespan (seconds) of placement p of g on c; learners update here, between runs.
   virtual void observe(const graph& g, const cluster& c, const placement& p, double makespan) = 0;
+  /// What the latest `observe` did. Default: no update (learners that do not report).
+  virtual learner_update last_update() const { return {}; }
   /// Trains `episodes` episodes in the simulator. Default: nothing to train (an empty report).
   virtual learner_train_report train(const graph& g, const cluster& c, int episodes);
   /// Writes the learner's state to `path` atomically; errors name the file.
