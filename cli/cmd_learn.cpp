@@ -95,6 +95,10 @@ void add_train(CLI::App& app) {
                   "Phase III model selection: measure the greedy placement after every this many updates and "
                   "write the parameters whose greedy measured best (0: off, write the last parameters)")
       ->capture_default_str();
+  cmd->add_option("--real-confirm", o->t.real_confirm,
+                  "Phase III model selection: before choosing, measure the initial greedy placement and the two "
+                  "best-measured others this many more times, interleaved (0: choose on the evaluations alone)")
+      ->capture_default_str();
   cmd->add_option("--real-straggler", o->real_stragglers,
                   "Phase III: DEVICE:FACTOR, this device of the runtime is FACTOR times slower (as `run "
                   "--straggler`); phases I and II and the simulator are not told. Repeatable");
@@ -155,6 +159,7 @@ void add_train(CLI::App& app) {
       if (given("--batch")) t.batch = o->t.batch;
       if (given("--real-batch")) t.real_batch = o->t.real_batch;
       if (given("--real-eval-every")) t.real_eval_every = o->t.real_eval_every;
+      if (given("--real-confirm")) t.real_confirm = o->t.real_confirm;
       if (given("--il-lr")) t.il_lr = o->t.il_lr;
       if (given("--rl-lr")) t.rl_lr = o->t.rl_lr;
       if (given("--entropy")) t.entropy = o->t.entropy;
@@ -228,6 +233,7 @@ void add_train(CLI::App& app) {
     o->t.real_episodes = 0;  // phase III runs below, through the learner actor
     if (real > 0 && o->t.real_batch < 1) throw error(errc::bad_argument, "", "--real-batch", "must be >= 1");
     if (o->t.real_eval_every < 0) throw error(errc::bad_argument, "", "--real-eval-every", "must be >= 0");
+    if (o->t.real_confirm < 0) throw error(errc::bad_argument, "", "--real-confirm", "must be >= 0");
     std::string real_summary;
     o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + real, cp);
     auto r = learner::train(pol, pb, o->t);
@@ -263,10 +269,26 @@ void add_train(CLI::App& app) {
       eng.run(shared, client.place(shared), run_options{}.with_trace(false));
       int episode = static_cast<int>(r.curve.size()), updates = 0, evals = 0;
       double best = std::numeric_limits<double>::infinity(), best_greedy = best, loss = 0;
-      auto measure_greedy = [&] {  // an evaluation: its observation is the learner's model selection
-        placement p = client.place(shared);
+      struct seen {  // a distinct greedy placement measured, with its measurements
+        placement p;
+        double sum = 0;
+        int n = 0;
+        double mean() const { return sum / n; }
+      };
+      std::vector<seen> greedies;
+      auto measure = [&](const placement& p) {  // observed: the learner's model selection sees it
         double ms = eng.run(shared, p, ro).mean_makespan();
         client.observe(shared, p, ms);
+        auto it = std::find_if(greedies.begin(), greedies.end(), [&](const seen& x) {
+          return x.p.device == p.device && x.p.order == p.order;
+        });
+        if (it == greedies.end()) it = greedies.insert(greedies.end(), seen{p});
+        it->sum += ms;
+        ++it->n;
+        return ms;
+      };
+      auto measure_greedy = [&] {  // an evaluation of the current parameters
+        double ms = measure(client.place(shared));
         ++evals;
         best_greedy = std::min(best_greedy, ms);
         r.curve.push_back({episode, "real-greedy", ms, best_greedy, loss, -1});  // after episode `episode`
@@ -288,6 +310,20 @@ void add_train(CLI::App& app) {
         if (u.updated && o->t.real_eval_every > 0 && updates % o->t.real_eval_every == 0) measure_greedy();
       }
       if (o->t.real_eval_every > 0 && updates % o->t.real_eval_every != 0) measure_greedy();  // the last parameters
+      // Confirmation: the best of many noisy evaluations is partly luck, so the initial greedy
+      // placement and the two best-measured others are measured `real_confirm` more times,
+      // interleaved; the learner's means (and so its selection) include these measurements.
+      int confirmed = 0;
+      if (o->t.real_eval_every > 0 && o->t.real_confirm > 0 && greedies.size() > 1) {
+        std::vector<placement> cand{greedies.front().p};
+        std::vector<const seen*> rest;
+        for (std::size_t i = 1; i < greedies.size(); ++i) rest.push_back(&greedies[i]);
+        std::sort(rest.begin(), rest.end(), [](const seen* a, const seen* b) { return a->mean() < b->mean(); });
+        for (std::size_t i = 0; i < rest.size() && i < 2; ++i) cand.push_back(rest[i]->p);
+        for (int k = 0; k < o->t.real_confirm; ++k)
+          for (const auto& p : cand) measure(p);
+        confirmed = static_cast<int>(cand.size());
+      }
       // The selected parameters: the learner writes them; read them back for the final report.
       client.save(o->out);
       client.load(o->out);
@@ -295,7 +331,9 @@ void add_train(CLI::App& app) {
       r.real_final_greedy = eng.run(shared, greedy, ro).mean_makespan();
       r.greedy_makespan = learner::score(pb, greedy, o->t.sim);
       r.real_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      real_summary = fmt::format("{} updates of {} episodes, {} greedy evaluations", updates, o->t.real_batch, evals);
+      real_summary = fmt::format("{} updates of {} episodes, {} greedy evaluations{}", updates, o->t.real_batch, evals,
+                                 confirmed ? fmt::format(", {} best re-measured {} times", confirmed, o->t.real_confirm)
+                                           : std::string());
     }
 #endif
     int eps = o->t.il_episodes + o->t.rl_episodes;  // simulated episodes (phase III reported apart)

@@ -10,7 +10,7 @@
 # (`--model wc`, the calibrated costs) -> p2-S.pt, then continues from p2-S.pt with phase III only
 # (`--init`, 0 imitation and 0 simulator-RL episodes, REAL measured episodes of REAL_REPEAT runs each
 # on the actor runtime) -> p3-S.pt, 3. places the block with every p2/p3 checkpoint (`doppler place
-# --method doppler`) plus cp and heft as references, 4. runs every placement on the `cpu` backend
+# --method doppler`) plus the PLACERS as references, 4. runs every placement on the `cpu` backend
 # (`doppler run`, warm-up + REPEAT runs) in ROUNDS rounds over all placements interleaved, so that a
 # change of the host's load hits every placement alike, 5. prints mean, std, min per placement, the
 # ratio p3/p2 per seed (means and minima), and how many ops phase III moved to another device (raw,
@@ -21,16 +21,17 @@
 # HEADS [16], SEQ [512], SHARDS [4], CAL_ROUNDS [5], SEEDS ["1 2 3"], IL [200], RL [400], BATCH [8],
 # REAL [500], REAL_REPEAT [3], REAL_BATCH [4] (phase III episodes per update), REAL_EVAL [1] (greedy
 # measured after every REAL_EVAL updates, the best-measured parameters kept; 0: the last ones),
-# REPEAT [5], ROUNDS [12], MODE [wc], STRAGGLER [none].
+# REPEAT [5], ROUNDS [12], MODE [wc], STRAGGLER [none], PLACERS ["cp heft m-etf metis search"]
+# (the non-learned placements measured next to the learned ones, default options).
 # STRAGGLER=DEV:FACTOR (e.g. cpu0:3) slows that device of the real runtime — phase III's episodes and
-# every measurement (`train --real-straggler`, `run --straggler`) — while calibration, phases I+II, cp
-# and heft keep the simulator's equal devices: a known sim-to-real gap for phase III to close.
+# every measurement (`train --real-straggler`, `run --straggler`) — while calibration, phases I+II and
+# the placers keep the simulator's equal devices: a known sim-to-real gap for phase III to close.
 set -euo pipefail
 D=${DOPPLER:-build/release/cli/doppler}
 OUT=${1:-/tmp/doppler-phase3-gain}
 N=${DEVICES:-4} DIM=${DIM:-1024} HEADS=${HEADS:-16} SEQ=${SEQ:-512} SHARDS=${SHARDS:-4}
 SEEDS=${SEEDS:-1 2 3} IL=${IL:-200} RL=${RL:-400} BATCH=${BATCH:-8} REAL=${REAL:-500}
-REAL_REPEAT=${REAL_REPEAT:-3} REAL_BATCH=${REAL_BATCH:-4} REAL_EVAL=${REAL_EVAL:-1} REPEAT=${REPEAT:-5} ROUNDS=${ROUNDS:-12} MODE=${MODE:-wc}
+REAL_REPEAT=${REAL_REPEAT:-3} REAL_BATCH=${REAL_BATCH:-4} REAL_EVAL=${REAL_EVAL:-1} PLACERS=${PLACERS:-cp heft m-etf metis search} REPEAT=${REPEAT:-5} ROUNDS=${ROUNDS:-12} MODE=${MODE:-wc}
 SLOW_TRAIN=() SLOW_RUN=()
 if [[ -n ${STRAGGLER:-} ]]; then SLOW_TRAIN=(--real-straggler "$STRAGGLER"); SLOW_RUN=(--straggler "$STRAGGLER"); fi
 mkdir -p "$OUT/placements" "$OUT/train"
@@ -46,7 +47,7 @@ SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/cal
 T=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH")
 
 P=()
-for m in cp heft; do
+for m in $PLACERS; do
   "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method "$m" -o "$OUT/placements/$m.json" > /dev/null
   P+=("$m")
 done

@@ -73,13 +73,15 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   auto& p = base.policy;
   if (j.contains("phases")) {
     const auto& s = j["phases"];
-    r.keys(s, "phases", {"il_episodes", "rl_episodes", "real_episodes", "batch", "real_batch", "real_eval_every"});
+    r.keys(s, "phases", {"il_episodes", "rl_episodes", "real_episodes", "batch", "real_batch", "real_eval_every",
+                          "real_confirm"});
     r.integer(s, "phases", "il_episodes", t.il_episodes, 0);
     r.integer(s, "phases", "rl_episodes", t.rl_episodes, 0);
     r.integer(s, "phases", "real_episodes", t.real_episodes, 0);
     r.integer(s, "phases", "batch", t.batch, 1);
     r.integer(s, "phases", "real_batch", t.real_batch, 1);
     r.integer(s, "phases", "real_eval_every", t.real_eval_every, 0);
+    r.integer(s, "phases", "real_confirm", t.real_confirm, 0);
   }
   if (j.contains("imitation")) {
     const auto& s = j["imitation"];

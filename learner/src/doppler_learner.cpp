@@ -72,7 +72,7 @@ class doppler_learner final : public learner_interface {
       measured_.push_back({p, makespan, 1});
       if (measured_.size() > 256) measured_.pop_front();
     }
-    if (opt_.select_measured && greedy_update_ == stats_.updates && same(p, greedy_)) evaluated(p);
+    if (opt_.select_measured) select_observed(p, makespan);
     for (auto it = handed_.begin(); it != handed_.end(); ++it) {
       if (!same(it->result, p)) continue;
       pending_.push_back(std::move(*it));
@@ -134,11 +134,15 @@ class doppler_learner final : public learner_interface {
     int n = 0;
     double mean() const { return sum / n; }
   };
-  /// Parameters whose greedy placement was measured (select_measured), after `update` updates.
+  /// Parameters whose greedy placement was measured (select_measured), after `update` updates, and
+  /// every measurement of that placement since (its own mean: measured_ forgets old placements).
   struct evaluation {
     placement p;
     std::string params;
     int update = 0;
+    double sum = 0;
+    int n = 0;
+    double mean() const { return sum / n; }
   };
   static bool same(const placement& a, const placement& b) { return a.device == b.device && a.order == b.order; }
   measured* find(const placement& p) {
@@ -146,33 +150,32 @@ class doppler_learner final : public learner_interface {
       if (same(m.p, p)) return &m;
     return nullptr;
   }
-  const measured* find(const placement& p) const { return const_cast<doppler_learner*>(this)->find(p); }
-  double mean_of(const placement& p) const {
-    const measured* m = find(p);
-    return m ? m->mean() : std::numeric_limits<double>::infinity();
-  }
   /// The evaluated parameters with the lowest mean measured greedy makespan (nullptr: none).
   const evaluation* selected() const {
     const evaluation* best = nullptr;
     for (const auto& e : evals_)
-      if (!best || mean_of(e.p) < mean_of(best->p)) best = &e;
+      if (!best || e.mean() < best->mean()) best = &e;
     return best;
   }
 
-  /// The greedy placement of the current parameters was measured: remember them (one entry per
-  /// distinct placement: parameters with the same greedy placement are the same choice; the 16
-  /// best-measured are kept).
-  void evaluated(const placement& p) {
-    ++stats_.evaluations;
+  /// select_measured: a measurement of an evaluated placement adds to its mean; a measurement of the
+  /// greedy placement of the current parameters (handed out with no update since) evaluates them:
+  /// one entry per distinct placement (parameters with the same greedy placement are the same
+  /// choice), the 16 best-measured kept.
+  void select_observed(const placement& p, double makespan) {
+    const bool evaluates = greedy_update_ == stats_.updates && same(p, greedy_);
+    stats_.evaluations += evaluates;
     for (auto& e : evals_)
-      if (same(e.p, p)) return;
-    evals_.push_back({p, pol_.snapshot(), stats_.updates});
-    if (evals_.size() > 16) {
-      auto worst = std::max_element(evals_.begin(), evals_.end(), [&](const evaluation& x, const evaluation& y) {
-        return mean_of(x.p) < mean_of(y.p);
-      });
-      evals_.erase(worst);
-    }
+      if (same(e.p, p)) {
+        e.sum += makespan;
+        ++e.n;
+        return;
+      }
+    if (!evaluates) return;
+    evals_.push_back({p, pol_.snapshot(), stats_.updates, makespan, 1});
+    if (evals_.size() > 16)
+      evals_.erase(std::max_element(evals_.begin(), evals_.end(),
+                                    [](const evaluation& x, const evaluation& y) { return x.mean() < y.mean(); }));
   }
 
   /// One REINFORCE step on the pending batch: the trainer's advantages against the mean of the

@@ -204,5 +204,16 @@ TEST_CASE("doppler learner measured model selection: save writes the parameters 
   l->observe(g, c, g0, 0.01);
   CHECK(stats_of(*l).evaluations == evals);
   CHECK(stats_of(*l).selected_update == 0);
+  // Evaluated placements keep their means however many other placements are measured (the learner
+  // forgets the 256 oldest of those): g1 at (5 + 0.6 + 10 × 0) / 17 ≈ 0.33 beats g0's 0.505, and
+  // stays selected after 300 distinct foreign placements.
+  for (int k = 0; k < 10; ++k) l->observe(g, c, g1, 0.0);
+  CHECK(stats_of(*l).selected_update == after);
+  placer_options po;
+  for (std::uint64_t k = 0; k < 300; ++k) {
+    po.seed = k;
+    l->observe(g, c, make_placer("random")->place(g, c, cm, po), 2.0);
+  }
+  CHECK(stats_of(*l).selected_update == after);
   std::filesystem::remove(file);
 }
