@@ -99,6 +99,10 @@ void add_train(CLI::App& app) {
                   "Phase III model selection: before choosing, measure the initial greedy placement and the two "
                   "best-measured others this many more times, interleaved (0: choose on the evaluations alone)")
       ->capture_default_str();
+  cmd->add_option("--real-select-margin", o->t.real_select_margin,
+                  "Phase III model selection: keep phase II's parameters unless others' greedy placement measured "
+                  "faster by this many standard errors of the difference (0: the lowest mean wins)")
+      ->capture_default_str();
   cmd->add_option("--real-straggler", o->real_stragglers,
                   "Phase III: DEVICE:FACTOR, this device of the runtime is FACTOR times slower (as `run "
                   "--straggler`); phases I and II and the simulator are not told. Repeatable");
@@ -160,6 +164,7 @@ void add_train(CLI::App& app) {
       if (given("--real-batch")) t.real_batch = o->t.real_batch;
       if (given("--real-eval-every")) t.real_eval_every = o->t.real_eval_every;
       if (given("--real-confirm")) t.real_confirm = o->t.real_confirm;
+      if (given("--real-select-margin")) t.real_select_margin = o->t.real_select_margin;
       if (given("--il-lr")) t.il_lr = o->t.il_lr;
       if (given("--rl-lr")) t.rl_lr = o->t.rl_lr;
       if (given("--entropy")) t.entropy = o->t.entropy;
@@ -234,7 +239,10 @@ void add_train(CLI::App& app) {
     if (real > 0 && o->t.real_batch < 1) throw error(errc::bad_argument, "", "--real-batch", "must be >= 1");
     if (o->t.real_eval_every < 0) throw error(errc::bad_argument, "", "--real-eval-every", "must be >= 0");
     if (o->t.real_confirm < 0) throw error(errc::bad_argument, "", "--real-confirm", "must be >= 0");
+    if (!(o->t.real_select_margin >= 0))
+      throw error(errc::bad_argument, "", "--real-select-margin", "must be >= 0");
     std::string real_summary;
+    bool kept_initial = false;
     o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + real, cp);
     auto r = learner::train(pol, pb, o->t);
     if (real == 0) pol.save(o->out);
@@ -262,6 +270,7 @@ void add_train(CLI::App& app) {
       lo.advantage_floor = o->t.advantage_floor;
       lo.exploit_measured = false;  // the greedy placement reported is the policy's
       lo.select_measured = o->t.real_eval_every > 0;
+      lo.select_margin = o->t.real_select_margin;
       learner_client client = eng.spawn_learner(learner::make_doppler_learner(std::move(pol), lc, lo));
       const auto ro = run_options{}.with_repeat(std::max(1, o->real_repeat)).with_trace(false);
       // One discarded run first: an engine's first run pays one-time costs (threads starting, pages
@@ -329,8 +338,11 @@ void add_train(CLI::App& app) {
       client.load(o->out);
       placement greedy = client.place(shared);
       r.real_final_greedy = eng.run(shared, greedy, ro).mean_makespan();
+      const bool kept = !greedies.empty() && greedies.front().p.device == greedy.device &&
+                        greedies.front().p.order == greedy.order;
       r.greedy_makespan = learner::score(pb, greedy, o->t.sim);
       r.real_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      kept_initial = kept;
       real_summary = fmt::format("{} updates of {} episodes, {} greedy evaluations{}", updates, o->t.real_batch, evals,
                                  confirmed ? fmt::format(", {} best re-measured {} times", confirmed, o->t.real_confirm)
                                            : std::string());
@@ -352,7 +364,9 @@ void add_train(CLI::App& app) {
       std::cout << fmt::format("phase III (learner actor): measured greedy makespan {:.6g} s -> {:.6g} s (after a warm-up run; "
                                "one measurement each: compare placements with `doppler run`; {} episodes, {}{}, {:.1f} s)\n",
                                r.real_initial_greedy, r.real_final_greedy, real, real_summary,
-                               o->t.real_eval_every > 0 ? "; wrote the best-measured greedy's parameters" : "",
+                               o->t.real_eval_every > 0 ? (kept_initial ? "; wrote phase II's parameters (none measured faster)"
+                                                                    : "; wrote later parameters that measured faster")
+                                         : "",
                                r.real_seconds);
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve));
     if (!o->svg.empty())

@@ -74,7 +74,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   if (j.contains("phases")) {
     const auto& s = j["phases"];
     r.keys(s, "phases", {"il_episodes", "rl_episodes", "real_episodes", "batch", "real_batch", "real_eval_every",
-                          "real_confirm"});
+                          "real_confirm", "real_select_margin"});
     r.integer(s, "phases", "il_episodes", t.il_episodes, 0);
     r.integer(s, "phases", "rl_episodes", t.rl_episodes, 0);
     r.integer(s, "phases", "real_episodes", t.real_episodes, 0);
@@ -82,6 +82,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     r.integer(s, "phases", "real_batch", t.real_batch, 1);
     r.integer(s, "phases", "real_eval_every", t.real_eval_every, 0);
     r.integer(s, "phases", "real_confirm", t.real_confirm, 0);
+    r.number(s, "phases", "real_select_margin", t.real_select_margin, 0, 100);
   }
   if (j.contains("imitation")) {
     const auto& s = j["imitation"];

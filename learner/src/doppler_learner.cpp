@@ -5,6 +5,7 @@
 #include <doppler/runtime/error.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -135,14 +136,25 @@ class doppler_learner final : public learner_interface {
     double mean() const { return sum / n; }
   };
   /// Parameters whose greedy placement was measured (select_measured), after `update` updates, and
-  /// every measurement of that placement since (its own mean: measured_ forgets old placements).
+  /// every measurement of that placement since (its own statistics: measured_ forgets old placements).
   struct evaluation {
     placement p;
     std::string params;
     int update = 0;
-    double sum = 0;
+    double sum = 0, sumsq = 0;
     int n = 0;
     double mean() const { return sum / n; }
+    /// Squared standard error of the mean (infinite below two measurements).
+    double se2() const {
+      if (n < 2) return std::numeric_limits<double>::infinity();
+      const double var = std::max(0.0, (sumsq - sum * sum / n) / (n - 1));
+      return var / n;
+    }
+    void add(double x) {
+      sum += x;
+      sumsq += x * x;
+      ++n;
+    }
   };
   static bool same(const placement& a, const placement& b) { return a.device == b.device && a.order == b.order; }
   measured* find(const placement& p) {
@@ -150,31 +162,35 @@ class doppler_learner final : public learner_interface {
       if (same(m.p, p)) return &m;
     return nullptr;
   }
-  /// The evaluated parameters with the lowest mean measured greedy makespan (nullptr: none).
+  /// The selected parameters (nullptr: none evaluated). The incumbent is the first evaluated (the
+  /// parameters the learner started from); another replaces it when its mean is lower by more than
+  /// `select_margin` standard errors of the difference (margin 0: the lowest mean).
   const evaluation* selected() const {
-    const evaluation* best = nullptr;
-    for (const auto& e : evals_)
-      if (!best || e.mean() < best->mean()) best = &e;
+    if (evals_.empty()) return nullptr;
+    const evaluation* inc = &evals_.front();
+    const evaluation* best = inc;
+    for (const auto& e : evals_) {
+      if (!(e.mean() < best->mean())) continue;
+      const double diff = inc->mean() - e.mean();
+      if (opt_.select_margin <= 0 || diff > opt_.select_margin * std::sqrt(e.se2() + inc->se2())) best = &e;
+    }
     return best;
   }
 
-  /// select_measured: a measurement of an evaluated placement adds to its mean; a measurement of the
-  /// greedy placement of the current parameters (handed out with no update since) evaluates them:
-  /// one entry per distinct placement (parameters with the same greedy placement are the same
-  /// choice), the 16 best-measured kept.
+  /// select_measured: a measurement of an evaluated placement adds to its statistics; a measurement
+  /// of the greedy placement of the current parameters (handed out with no update since) evaluates
+  /// them: one entry per distinct placement (parameters with the same greedy placement are the same
+  /// choice); the incumbent and the 15 best-measured others are kept.
   void select_observed(const placement& p, double makespan) {
     const bool evaluates = greedy_update_ == stats_.updates && same(p, greedy_);
     stats_.evaluations += evaluates;
     for (auto& e : evals_)
-      if (same(e.p, p)) {
-        e.sum += makespan;
-        ++e.n;
-        return;
-      }
+      if (same(e.p, p)) return e.add(makespan);
     if (!evaluates) return;
-    evals_.push_back({p, pol_.snapshot(), stats_.updates, makespan, 1});
+    evals_.push_back({p, pol_.snapshot(), stats_.updates});
+    evals_.back().add(makespan);
     if (evals_.size() > 16)
-      evals_.erase(std::max_element(evals_.begin(), evals_.end(),
+      evals_.erase(std::max_element(evals_.begin() + 1, evals_.end(),
                                     [](const evaluation& x, const evaluation& y) { return x.mean() < y.mean(); }));
   }
 

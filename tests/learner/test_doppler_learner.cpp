@@ -159,6 +159,25 @@ TEST_CASE("doppler learner online batches: one REINFORCE step per online_batch e
   CHECK_THROWS_AS(make_doppler_learner(learner_config{}, opt), error);
 }
 
+namespace {
+
+/// Exploring observations scored by the simulator (large steps) until the greedy placement differs
+/// from `g0`; returns the new one, just handed out (so its next observation evaluates it).
+placement step_until_greedy_changes(learner_interface& l, const graph& g, const cluster& c, const placement& g0) {
+  sim_options so;
+  so.model = sim_model::simple;
+  placement g1 = g0;
+  for (std::uint64_t k = 0; k < 60 && g1.device == g0.device; ++k) {
+    placement p = l.place(g, c, true, k);
+    l.observe(g, c, p, simulate(g, c, p, cost_model{}, so).makespan);
+    g1 = l.place(g, c, false, 0);
+  }
+  REQUIRE(g1.device != g0.device);
+  return g1;
+}
+
+}  // namespace
+
 TEST_CASE("doppler learner measured model selection: save writes the parameters whose greedy measured best") {
   graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
@@ -168,20 +187,14 @@ TEST_CASE("doppler learner measured model selection: save writes the parameters 
   auto opt = small();
   opt.online_lr = 0.05;
   opt.select_measured = true;
+  opt.select_margin = 0;  // the lowest mean wins (single measurements have no standard error)
   opt.exploit_measured = false;
   auto l = make_doppler_learner(learner_config{}.with_seed(4), opt);
   placement g0 = l->place(g, c, false, 0);
   l->observe(g, c, g0, 1.0);  // the initial parameters' greedy, measured: an evaluation
   CHECK(stats_of(*l).evaluations == 1);
   CHECK(stats_of(*l).selected_update == 0);
-  // Updates until the greedy placement changes (large steps on simulated costs).
-  placement g1 = g0;
-  for (std::uint64_t k = 0; k < 60 && g1.device == g0.device; ++k) {
-    placement p = l->place(g, c, true, k);
-    l->observe(g, c, p, simulate(g, c, p, cm, so).makespan);
-    g1 = l->place(g, c, false, 0);
-  }
-  REQUIRE(g1.device != g0.device);
+  placement g1 = step_until_greedy_changes(*l, g, c, g0);
   const int after = stats_of(*l).updates;
   l->observe(g, c, g1, 5.0);  // the new parameters' greedy measures worse
   CHECK(stats_of(*l).evaluations == 2);
@@ -216,4 +229,26 @@ TEST_CASE("doppler learner measured model selection: save writes the parameters 
   }
   CHECK(stats_of(*l).selected_update == after);
   std::filesystem::remove(file);
+}
+
+TEST_CASE("doppler learner measured model selection with a margin: the initial parameters stay until others are clearly faster") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  auto opt = small();
+  opt.online_lr = 0.05;
+  opt.select_measured = true;
+  opt.exploit_measured = false;
+  REQUIRE(opt.select_margin == 2);  // the default
+  auto l = make_doppler_learner(learner_config{}.with_seed(4), opt);
+  placement g0 = l->place(g, c, false, 0);
+  for (double x : {1.0, 1.1, 1.0, 1.1}) l->observe(g, c, g0, x);  // mean 1.05, s.e. 0.029
+  placement g1 = step_until_greedy_changes(*l, g, c, g0);
+  const int after = stats_of(*l).updates;
+  l->observe(g, c, g1, 0.5);
+  CHECK(stats_of(*l).selected_update == 0);  // one measurement: no standard error yet
+  l->observe(g, c, g1, 1.5);                 // mean 1.0, s.e. 0.5: not clearly faster
+  CHECK(stats_of(*l).selected_update == 0);
+  for (int k = 0; k < 8; ++k) l->observe(g, c, g1, 0.6);
+  // mean 0.68, s.e. 0.092: 0.37 faster, more than 2 × 0.096 (the difference's s.e.)
+  CHECK(stats_of(*l).selected_update == after);
 }

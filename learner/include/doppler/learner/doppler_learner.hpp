@@ -16,9 +16,12 @@
 ///   "doppler:best-measured"): deployment never returns to a placement known to be worse.
 /// - measured model selection (`select_measured`, phase III): an observation of the greedy placement
 ///   of the current parameters (no update since the greedy place) evaluates them; `save` writes the
-///   evaluated parameters whose greedy placement has the lowest mean measured makespan — phase II's
-///   model selection with measured instead of simulated makespans. Training continues from the
-///   latest parameters; the optimizer state written with selected older parameters is fresh.
+///   selected parameters: the first evaluated (the incumbent) unless another's greedy placement has a
+///   lower mean measured makespan by more than `select_margin` standard errors of the difference
+///   (both measured at least twice; margin 0: simply the lowest mean) — phase II's model selection
+///   with noisy measurements instead of simulated makespans. Every later measurement of an evaluated
+///   placement adds to its statistics. Training continues from the latest parameters; the optimizer
+///   state written with selected older parameters is fresh.
 /// - train: phase II (REINFORCE in the simulator, `learner_config::sim`) for that many episodes.
 /// - save / load: the policy checkpoint (policy::save / policy::load).
 
@@ -41,6 +44,8 @@ struct doppler_learner_options {
   double advantage_floor = 0.01;     ///< ... floored (reinforce_advantages)
   bool exploit_measured = true;   ///< greedy place may return the best measured placement (above)
   bool select_measured = false;   ///< save writes the best-measured evaluated parameters (above)
+  double select_margin = 2;       ///< ... replacing the first evaluated only when better by this many
+                                  ///< standard errors of the difference of means (0: lowest mean)
 };
 
 /// The `doppler` learner; starts from `cfg.policy` when given (errors name the file), else fresh

@@ -31,8 +31,10 @@ struct train_options {
   int real_batch = 4;           ///< phase III episodes per update (measured episodes are expensive)
   int real_eval_every = 1;      ///< phase III model selection (`doppler train`): measure the greedy
                                 ///< placement after every this many updates (0: keep the last parameters)
-  int real_confirm = 3;         ///< ... and before choosing, measure the initial greedy placement and
+  int real_confirm = 5;         ///< ... and before choosing, measure the initial greedy placement and
                                 ///< the two best-measured others this many more times (0: don't)
+  double real_select_margin = 2;  ///< ... and keep the initial parameters unless others measured
+                                  ///< faster by this many standard errors (0: the lowest mean)
   int batch = 4;                ///< episodes per update
   double il_lr = 1e-2;          ///< phase I Adam learning rate (decays linearly to lr_final × it)
   double rl_lr = 1e-2;          ///< phase II Adam learning rate (decays linearly to lr_final × it)
