@@ -135,16 +135,21 @@ class doppler_learner final : public learner_interface {
     int n = 0;
     double mean() const { return sum / n; }
   };
-  /// Parameters whose greedy placement was measured (select_measured), after `update` updates, and
-  /// every measurement of that placement since (its own statistics: measured_ forgets old placements).
+  /// Parameters whose greedy placement was measured (select_measured), after `update` updates: the
+  /// measurement that evaluated them (`first`) and every later one of that placement. Only the later
+  /// ones are statistics: the lowest of many noisy evaluations is partly luck, so the measurement
+  /// that nominated a placement does not also judge it (measured_ forgets old placements: these are
+  /// kept apart).
   struct evaluation {
     placement p;
     std::string params;
     int update = 0;
+    double first = 0;
     double sum = 0, sumsq = 0;
     int n = 0;
-    double mean() const { return sum / n; }
-    /// Squared standard error of the mean (infinite below two measurements).
+    /// Mean of the later measurements; the first one stands in until there is one.
+    double mean() const { return n ? sum / n : first; }
+    /// Squared standard error of that mean (infinite below two later measurements).
     double se2() const {
       if (n < 2) return std::numeric_limits<double>::infinity();
       const double var = std::max(0.0, (sumsq - sum * sum / n) / (n - 1));
@@ -164,7 +169,8 @@ class doppler_learner final : public learner_interface {
   }
   /// The selected parameters (nullptr: none evaluated). The incumbent is the first evaluated (the
   /// parameters the learner started from); another replaces it when its mean is lower by more than
-  /// `select_margin` standard errors of the difference (margin 0: the lowest mean).
+  /// `select_margin` standard errors of the difference (so both re-measured at least twice; margin
+  /// 0: the lowest mean).
   const evaluation* selected() const {
     if (evals_.empty()) return nullptr;
     const evaluation* inc = &evals_.front();
@@ -187,8 +193,7 @@ class doppler_learner final : public learner_interface {
     for (auto& e : evals_)
       if (same(e.p, p)) return e.add(makespan);
     if (!evaluates) return;
-    evals_.push_back({p, pol_.snapshot(), stats_.updates});
-    evals_.back().add(makespan);
+    evals_.push_back({p, pol_.snapshot(), stats_.updates, makespan});
     if (evals_.size() > 16)
       evals_.erase(std::max_element(evals_.begin() + 1, evals_.end(),
                                     [](const evaluation& x, const evaluation& y) { return x.mean() < y.mean(); }));

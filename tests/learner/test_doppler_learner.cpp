@@ -203,22 +203,23 @@ TEST_CASE("doppler learner measured model selection: save writes the parameters 
   l->save(file);
   auto back = make_doppler_learner(learner_config{}.with_policy(file), small());
   CHECK(back->place(g, c, false, 0).device == g0.device);  // the selected, older parameters
-  // More measurements of g1 bring its mean (5 + 6 × 0.1) / 7 = 0.8 under g0's 1.0: the current ones win.
+  // Later measurements of g1 replace its evaluating one (the measurement that nominated a placement
+  // does not judge it): 0.1 against g0's 1.0, the current parameters win.
   for (int k = 0; k < 6; ++k) l->observe(g, c, g1, 0.1);
   CHECK(stats_of(*l).selected_update == after);
   l->save(file);
   CHECK(make_doppler_learner(learner_config{}.with_policy(file), small())->place(g, c, false, 0).device == g1.device);
   // After another update, an observation evaluates nothing until a greedy place hands out the new
-  // parameters' placement; it still moves the means: g0's (1 + 0.01) / 2 is the best again.
+  // parameters' placement; it still moves the means: g0's later 0.05 is the best again.
   const int evals = stats_of(*l).evaluations;
   placement p = l->place(g, c, true, 99);
   l->observe(g, c, p, simulate(g, c, p, cm, so).makespan);
   REQUIRE(stats_of(*l).updates == after + 1);
-  l->observe(g, c, g0, 0.01);
+  l->observe(g, c, g0, 0.05);
   CHECK(stats_of(*l).evaluations == evals);
   CHECK(stats_of(*l).selected_update == 0);
   // Evaluated placements keep their means however many other placements are measured (the learner
-  // forgets the 256 oldest of those): g1 at (5 + 0.6 + 10 × 0) / 17 ≈ 0.33 beats g0's 0.505, and
+  // forgets the 256 oldest of those): g1 at (6 × 0.1 + 10 × 0) / 16 ≈ 0.038 beats g0's 0.05, and
   // stays selected after 300 distinct foreign placements.
   for (int k = 0; k < 10; ++k) l->observe(g, c, g1, 0.0);
   CHECK(stats_of(*l).selected_update == after);
@@ -241,14 +242,17 @@ TEST_CASE("doppler learner measured model selection with a margin: the initial p
   REQUIRE(opt.select_margin == 2);  // the default
   auto l = make_doppler_learner(learner_config{}.with_seed(4), opt);
   placement g0 = l->place(g, c, false, 0);
-  for (double x : {1.0, 1.1, 1.0, 1.1}) l->observe(g, c, g0, x);  // mean 1.05, s.e. 0.029
+  // The first measurement evaluates g0; the later ones are its statistics: mean 1.067, s.e. 0.033.
+  for (double x : {1.0, 1.1, 1.0, 1.1}) l->observe(g, c, g0, x);
   placement g1 = step_until_greedy_changes(*l, g, c, g0);
   const int after = stats_of(*l).updates;
-  l->observe(g, c, g1, 0.5);
-  CHECK(stats_of(*l).selected_update == 0);  // one measurement: no standard error yet
-  l->observe(g, c, g1, 1.5);                 // mean 1.0, s.e. 0.5: not clearly faster
+  l->observe(g, c, g1, 0.1);  // evaluates g1: however fast, it nominates, it does not judge
   CHECK(stats_of(*l).selected_update == 0);
-  for (int k = 0; k < 8; ++k) l->observe(g, c, g1, 0.6);
-  // mean 0.68, s.e. 0.092: 0.37 faster, more than 2 × 0.096 (the difference's s.e.)
+  l->observe(g, c, g1, 1.5);  // one later measurement: no standard error yet
+  CHECK(stats_of(*l).selected_update == 0);
+  for (int k = 0; k < 2; ++k) l->observe(g, c, g1, 0.6);  // mean 0.9, s.e. 0.3: not clearly faster
+  CHECK(stats_of(*l).selected_update == 0);
+  for (int k = 0; k < 6; ++k) l->observe(g, c, g1, 0.6);
+  // mean 0.7, s.e. 0.1: 0.37 faster, more than 2 × 0.105 (the difference's s.e.)
   CHECK(stats_of(*l).selected_update == after);
 }
