@@ -236,7 +236,7 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--real-episodes", "this build has no actor runtime (DOPPLER_WITH_ACTORS=OFF)");
 #endif
     o->t.real_episodes = 0;  // phase III runs below, through the learner actor
-    if (real > 0 && o->t.real_batch < 1) throw error(errc::bad_argument, "", "--real-batch", "must be >= 1");
+    if (o->t.real_batch < 1) throw error(errc::bad_argument, "", "--real-batch", "must be >= 1");
     if (o->t.real_eval_every < 0) throw error(errc::bad_argument, "", "--real-eval-every", "must be >= 0");
     if (o->t.real_confirm < 0) throw error(errc::bad_argument, "", "--real-confirm", "must be >= 0");
     if (!(o->t.real_select_margin >= 0))
@@ -288,9 +288,7 @@ void add_train(CLI::App& app) {
       auto measure = [&](const placement& p) {  // observed: the learner's model selection sees it
         double ms = eng.run(shared, p, ro).mean_makespan();
         client.observe(shared, p, ms);
-        auto it = std::find_if(greedies.begin(), greedies.end(), [&](const seen& x) {
-          return x.p.device == p.device && x.p.order == p.order;
-        });
+        auto it = std::find_if(greedies.begin(), greedies.end(), [&](const seen& x) { return same_placement(x.p, p); });
         if (it == greedies.end()) it = greedies.insert(greedies.end(), seen{p});
         it->sum += ms;
         ++it->n;
@@ -338,11 +336,9 @@ void add_train(CLI::App& app) {
       client.load(o->out);
       placement greedy = client.place(shared);
       r.real_final_greedy = eng.run(shared, greedy, ro).mean_makespan();
-      const bool kept = !greedies.empty() && greedies.front().p.device == greedy.device &&
-                        greedies.front().p.order == greedy.order;
       r.greedy_makespan = learner::score(pb, greedy, o->t.sim);
       r.real_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      kept_initial = kept;
+      kept_initial = !greedies.empty() && same_placement(greedies.front().p, greedy);
       real_summary = fmt::format("{} updates of {} episodes, {} greedy evaluations{}", updates, o->t.real_batch, evals,
                                  confirmed ? fmt::format(", {} best re-measured {} times", confirmed, o->t.real_confirm)
                                            : std::string());

@@ -75,14 +75,13 @@ class doppler_learner final : public learner_interface {
     }
     if (opt_.select_measured) select_observed(p, makespan);
     for (auto it = handed_.begin(); it != handed_.end(); ++it) {
-      if (!same(it->result, p)) continue;
+      if (!same_placement(it->result, p)) continue;
       pending_.push_back(std::move(*it));
       pending_costs_.push_back(makespan);
       handed_.erase(it);
-      if (static_cast<int>(pending_.size()) >= std::max(1, opt_.online_batch)) update(pb);
+      if (static_cast<int>(pending_.size()) >= opt_.online_batch) update(pb);
       break;
     }
-    stats_.pending = static_cast<int>(pending_.size());
   }
 
   learner_update last_update() const override { return last_; }
@@ -96,11 +95,7 @@ class doppler_learner final : public learner_interface {
     t.sim = cfg_.sim;
     t.seed = cfg_.seed + static_cast<std::uint64_t>(++trainings_);
     auto r = learner::train(pol_, pb, t);
-    handed_.clear();  // the parameters moved: old episodes are off-policy now
-    pending_.clear();
-    pending_costs_.clear();
-    evals_.clear();  // and the evaluated parameters no longer describe this learner's training
-    greedy_update_ = -1;
+    forget_episodes();  // the parameters moved: old episodes are off-policy, old evaluations stale
     return {episodes, r.best_makespan, r.greedy_makespan};
   }
 
@@ -113,17 +108,14 @@ class doppler_learner final : public learner_interface {
   }
   void load(const std::string& path) override {
     pol_ = policy::load(path);
-    handed_.clear();
+    forget_episodes();
     measured_.clear();
-    pending_.clear();
-    pending_costs_.clear();
-    evals_.clear();
-    greedy_update_ = -1;
     problem_.reset();
   }
 
   doppler_learner_stats stats() const {
     auto st = stats_;
+    st.pending = static_cast<int>(pending_.size());
     if (const evaluation* sel = selected()) st.selected_update = sel->update;
     return st;
   }
@@ -161,10 +153,9 @@ class doppler_learner final : public learner_interface {
       ++n;
     }
   };
-  static bool same(const placement& a, const placement& b) { return a.device == b.device && a.order == b.order; }
   measured* find(const placement& p) {
     for (auto& m : measured_)
-      if (same(m.p, p)) return &m;
+      if (same_placement(m.p, p)) return &m;
     return nullptr;
   }
   /// The selected parameters (nullptr: none evaluated). The incumbent is the first evaluated (the
@@ -188,15 +179,25 @@ class doppler_learner final : public learner_interface {
   /// them: one entry per distinct placement (parameters with the same greedy placement are the same
   /// choice); the incumbent and the 15 best-measured others are kept.
   void select_observed(const placement& p, double makespan) {
-    const bool evaluates = greedy_update_ == stats_.updates && same(p, greedy_);
+    const bool evaluates = greedy_update_ == stats_.updates && same_placement(p, greedy_);
     stats_.evaluations += evaluates;
     for (auto& e : evals_)
-      if (same(e.p, p)) return e.add(makespan);
+      if (same_placement(e.p, p)) return e.add(makespan);
     if (!evaluates) return;
     evals_.push_back({p, pol_.snapshot(), stats_.updates, makespan});
     if (evals_.size() > 16)
       evals_.erase(std::max_element(evals_.begin() + 1, evals_.end(),
                                     [](const evaluation& x, const evaluation& y) { return x.mean() < y.mean(); }));
+  }
+
+  /// Drops what belongs to the current parameters: episodes handed out or pending an update, the
+  /// evaluated parameters, the latest greedy placement.
+  void forget_episodes() {
+    handed_.clear();
+    pending_.clear();
+    pending_costs_.clear();
+    evals_.clear();
+    greedy_update_ = -1;
   }
 
   /// One REINFORCE step on the pending batch: the trainer's advantages against the mean of the
@@ -228,11 +229,7 @@ class doppler_learner final : public learner_interface {
       g_ = std::make_unique<graph>(g);
       c_ = std::make_unique<cluster>(c);
       problem_.emplace(*g_, *c_, cfg_.costs);
-      handed_.clear();
-      pending_.clear();
-      pending_costs_.clear();
-      evals_.clear();
-      greedy_update_ = -1;
+      forget_episodes();
       cost_sum_ = 0;
       cost_n_ = 0;
       measured_.clear();

@@ -78,7 +78,7 @@ agreement teacher_agreement(policy& pol, const problem& pb) {
 }
 
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
-  if (opt.batch < 1 || opt.real_batch < 1) throw error(errc::bad_argument, "learner: batch must be >= 1");
+  if (opt.batch < 1 || opt.real_batch < 1) throw error(errc::bad_argument, "learner: batch and real_batch must be >= 1");
   if (opt.self_imitation < 0) throw error(errc::bad_argument, "learner: self_imitation must be >= 0");
   if (opt.ppo && (opt.ppo_epochs < 1 || !(opt.ppo_clip > 0)))
     throw error(errc::bad_argument, "learner: PPO needs ppo_epochs >= 1 and ppo_clip > 0");

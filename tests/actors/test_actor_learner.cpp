@@ -99,7 +99,7 @@ struct bandit_learner final : learner_interface {
   void observe(const graph& g, const cluster& c, const placement& p, double ms) override {
     init(g, c);
     for (std::size_t a = 0; a < arms.size(); ++a)
-      if (arms[a].device == p.device && arms[a].order == p.order) {
+      if (same_placement(arms[a], p)) {
         sum[a] += ms;
         ++n[a];
         return;
@@ -236,7 +236,7 @@ TEST_CASE("online learning with a bandit ends on a placement no worse than its f
   CHECK(ol.explored() == 6);
   int first_arm = -1;
   for (std::size_t a = 0; a < bandit->arms.size(); ++a)
-    if (bandit->arms[a].device == first.used.device && bandit->arms[a].order == first.used.order) {
+    if (same_placement(bandit->arms[a], first.used)) {
       first_arm = static_cast<int>(a);
       break;
     }

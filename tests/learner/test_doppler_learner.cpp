@@ -30,6 +30,24 @@ doppler_learner_options small() {
   return o;
 }
 
+/// The simulated (`simple` model) makespan: the stand-in for the runtime's measurement.
+double simulated(const graph& g, const cluster& c, const placement& p) {
+  sim_options so;
+  so.model = sim_model::simple;
+  return simulate(g, c, p, cost_model{}, so).makespan;
+}
+
+/// A small learner set up for measured model selection with this margin: large steps, the
+/// policy's own greedy placements.
+doppler_learner_options selecting(double margin) {
+  auto o = small();
+  o.online_lr = 0.05;
+  o.select_measured = true;
+  o.select_margin = margin;
+  o.exploit_measured = false;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("the doppler learner is registered by name, a missing policy file is an error naming it") {
@@ -76,11 +94,8 @@ TEST_CASE("doppler learner: train, save, load: the same greedy placements") {
 TEST_CASE("doppler learner online: exploring placements are valid, their observations are REINFORCE steps") {
   graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
-  cost_model cm;
-  sim_options so;
-  so.model = sim_model::simple;
   auto l = make_doppler_learner(learner_config{}.with_seed(1), small());
-  auto measure = [&](const placement& p) { return simulate(g, c, p, cm, so).makespan; };
+  auto measure = [&](const placement& p) { return simulated(g, c, p); };
   placement greedy = l->place(g, c, false, 0);
   l->observe(g, c, greedy, measure(greedy));  // greedy observations move the baseline only
   CHECK(stats_of(*l).observed == 1);
@@ -93,7 +108,7 @@ TEST_CASE("doppler learner online: exploring placements are valid, their observa
   CHECK(stats_of(*l).observed == 7);
   CHECK(stats_of(*l).updates == 6);
   // A placement the learner did not make is counted, not trained on.
-  placement rr = make_placer("round-robin")->place(g, c, cm, placer_options{});
+  placement rr = make_placer("round-robin")->place(g, c, cost_model{}, placer_options{});
   l->observe(g, c, rr, measure(rr));
   CHECK(stats_of(*l).updates == 6);
   CHECK_THROWS_AS(stats_of(*make_learner("cp")), error);
@@ -164,12 +179,10 @@ namespace {
 /// Exploring observations scored by the simulator (large steps) until the greedy placement differs
 /// from `g0`; returns the new one, just handed out (so its next observation evaluates it).
 placement step_until_greedy_changes(learner_interface& l, const graph& g, const cluster& c, const placement& g0) {
-  sim_options so;
-  so.model = sim_model::simple;
   placement g1 = g0;
   for (std::uint64_t k = 0; k < 60 && g1.device == g0.device; ++k) {
     placement p = l.place(g, c, true, k);
-    l.observe(g, c, p, simulate(g, c, p, cost_model{}, so).makespan);
+    l.observe(g, c, p, simulated(g, c, p));
     g1 = l.place(g, c, false, 0);
   }
   REQUIRE(g1.device != g0.device);
@@ -181,15 +194,8 @@ placement step_until_greedy_changes(learner_interface& l, const graph& g, const 
 TEST_CASE("doppler learner measured model selection: save writes the parameters whose greedy measured best") {
   graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
-  cost_model cm;
-  sim_options so;
-  so.model = sim_model::simple;
-  auto opt = small();
-  opt.online_lr = 0.05;
-  opt.select_measured = true;
-  opt.select_margin = 0;  // the lowest mean wins (single measurements have no standard error)
-  opt.exploit_measured = false;
-  auto l = make_doppler_learner(learner_config{}.with_seed(4), opt);
+  // Margin 0: the lowest mean wins (single measurements have no standard error).
+  auto l = make_doppler_learner(learner_config{}.with_seed(4), selecting(0));
   placement g0 = l->place(g, c, false, 0);
   l->observe(g, c, g0, 1.0);  // the initial parameters' greedy, measured: an evaluation
   CHECK(stats_of(*l).evaluations == 1);
@@ -213,7 +219,7 @@ TEST_CASE("doppler learner measured model selection: save writes the parameters 
   // parameters' placement; it still moves the means: g0's later 0.05 is the best again.
   const int evals = stats_of(*l).evaluations;
   placement p = l->place(g, c, true, 99);
-  l->observe(g, c, p, simulate(g, c, p, cm, so).makespan);
+  l->observe(g, c, p, simulated(g, c, p));
   REQUIRE(stats_of(*l).updates == after + 1);
   l->observe(g, c, g0, 0.05);
   CHECK(stats_of(*l).evaluations == evals);
@@ -226,7 +232,7 @@ TEST_CASE("doppler learner measured model selection: save writes the parameters 
   placer_options po;
   for (std::uint64_t k = 0; k < 300; ++k) {
     po.seed = k;
-    l->observe(g, c, make_placer("random")->place(g, c, cm, po), 2.0);
+    l->observe(g, c, make_placer("random")->place(g, c, cost_model{}, po), 2.0);
   }
   CHECK(stats_of(*l).selected_update == after);
   std::filesystem::remove(file);
@@ -235,12 +241,8 @@ TEST_CASE("doppler learner measured model selection: save writes the parameters 
 TEST_CASE("doppler learner measured model selection with a margin: the initial parameters stay until others are clearly faster") {
   graph g = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
-  auto opt = small();
-  opt.online_lr = 0.05;
-  opt.select_measured = true;
-  opt.exploit_measured = false;
-  REQUIRE(opt.select_margin == 2);  // the default
-  auto l = make_doppler_learner(learner_config{}.with_seed(4), opt);
+  REQUIRE(doppler_learner_options{}.select_margin == 2);  // the default
+  auto l = make_doppler_learner(learner_config{}.with_seed(4), selecting(2));
   placement g0 = l->place(g, c, false, 0);
   // The first measurement evaluates g0; the later ones are its statistics: mean 1.067, s.e. 0.033.
   for (double x : {1.0, 1.1, 1.0, 1.1}) l->observe(g, c, g0, x);

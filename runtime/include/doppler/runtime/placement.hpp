@@ -16,6 +16,11 @@ struct placement {
   std::string method;                ///< which placer made it
 };
 
+/// The same placement: the same device for every op and the same order (`method` aside).
+inline bool same_placement(const placement& a, const placement& b) {
+  return a.device == b.device && a.order == b.order;
+}
+
 /// Checks a placement against its graph and cluster: every op placed on an existing device; `order`
 /// (when present) is a permutation of all ops and topological. Throws `doppler::error` naming the op.
 void check_placement(const placement& p, const graph& g, const cluster& c);
