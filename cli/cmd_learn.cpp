@@ -15,6 +15,7 @@
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
 
 #ifdef DOPPLER_HAVE_ACTORS
@@ -63,25 +64,103 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
   };
 }
 
+/// Phase I's teacher from `--teacher`: null for cp (the environment's own rule, with its tie sets),
+/// else a placer's placement (seeded like the training) or a placement file.
+std::shared_ptr<const placement> resolve_teacher(const std::string& name, int budget, const graph& g, const cluster& c,
+                                                 const cost_model& cm, const learner::train_options& t) {
+  if (name == "cp") return nullptr;
+  if (std::filesystem::exists(name) || name.ends_with(".json"))
+    return std::make_shared<const placement>(load_placement(name, g, c));
+  std::unique_ptr<placer> pl;
+  try {
+    pl = make_placer(name);
+  } catch (const error&) {
+    std::string names;
+    for (const auto& n : placer_names()) names += (names.empty() ? "" : ", ") + n;
+    throw error(errc::unknown_kind, "", "--teacher", "'" + name + "' is neither a placer (" + names + ") nor a placement file");
+  }
+  if (budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
+  placer_options po;
+  po.seed = t.seed;
+  po.budget = budget;
+  po.sim = t.sim;
+  return std::make_shared<const placement>(pl->place(g, c, cm, po));
+}
+
+/// `--phases` and `--episodes` over the episode counts (after the curriculum and the per-phase flags).
+/// Without `--phases` the phases are il and sim, and real when it has episodes. A phase not listed
+/// runs none (its own flag is then an error); `--episodes N` sets each listed phase whose own flag
+/// was not given; real, listed with no count from anywhere, runs 100.
+void select_phases(const std::string& list, int episodes, learner::train_options& t, const CLI::App& cmd) {
+  const bool explicit_list = cmd.count("--phases") > 0;
+  bool on[3] = {!explicit_list, !explicit_list, !explicit_list && t.real_episodes > 0};
+  if (explicit_list) {
+    std::size_t from = 0;
+    while (from <= list.size()) {
+      std::size_t to = std::min(list.find(',', from), list.size());
+      const std::string ph = list.substr(from, to - from);
+      if (ph == "il") on[0] = true;
+      else if (ph == "sim") on[1] = true;
+      else if (ph == "real") on[2] = true;
+      else throw error(errc::bad_argument, "", "--phases", "unknown phase '" + ph + "' (il, sim, real)");
+      from = to + 1;
+    }
+  }
+  if (cmd.count("--episodes") > 0 && episodes < 0) throw error(errc::bad_argument, "", "--episodes", "must be >= 0");
+  const char* names[3] = {"il", "sim", "real"};
+  const char* flags[3] = {"--il-episodes", "--rl-episodes", "--real-episodes"};
+  int* counts[3] = {&t.il_episodes, &t.rl_episodes, &t.real_episodes};
+  for (int k = 0; k < 3; ++k) {
+    const bool own = cmd.count(flags[k]) > 0;
+    if (!on[k]) {
+      if (own && *counts[k] > 0)
+        throw error(errc::bad_argument, "", flags[k], std::string("phase ") + names[k] + " is not among --phases " + list);
+      *counts[k] = 0;
+    } else if (!own && cmd.count("--episodes") > 0) {
+      *counts[k] = episodes;
+    } else if (k == 2 && *counts[k] == 0 && !own) {
+      *counts[k] = 100;
+    }
+  }
+}
+
 void add_train(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the simulator");
+  auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of a teacher (cp), RL in the simulator, RL on measurements");
   struct opts {
-    std::string graph, cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
+    std::vector<std::string> graphs;
+    std::string cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
         ablation = "none", transfers = "direct";
     int real_repeat = 1;
     std::vector<std::string> real_stragglers;
+    std::string teacher = "cp", phases = "il,sim";
+    int teacher_budget = 2000, episodes = 0;
     std::string algorithm = "reinforce";
     learner::train_options t;
     learner::policy_options p;
   };
   auto o = std::make_shared<opts>();
-  cmd->add_option("--graph", o->graph, "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file")->required();
+  cmd->add_option("--graph", o->graphs,
+                  "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file; several (--graph a b, or repeated) "
+                  "train one policy on all of them, the update batches taking turns")
+      ->required();
   cmd->add_option("--cluster", o->cluster, "Cluster: a doppler-cluster/1 file or a preset name")->required();
   cmd->add_option("--model", o->model, "Simulator model scoring phase II: simple (the paper's) or wc")->capture_default_str();
   cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
   cmd->add_option("--transfers", o->transfers,
                   "direct, or planned: phase II scores placements with the comm planner's multicast transfers "
                   "(--model wc) and PLC's EST feature and the teacher estimate transfers the same way")
+      ->capture_default_str();
+  cmd->add_option("--phases", o->phases,
+                  "Phases to run, comma-separated: il (imitation), sim (RL in the simulator), real (RL on the "
+                  "runtime's measurements); a phase not listed runs no episodes")
+      ->capture_default_str();
+  cmd->add_option("--episodes", o->episodes,
+                  "Episodes of every listed phase whose own --il/--rl/--real-episodes flag is not given");
+  cmd->add_option("--teacher", o->teacher,
+                  "Phase I's teacher: cp (the paper's critical-path rule), another placer's placement "
+                  "(heft, m-etf, metis, search, ...), or a doppler-placement/1 file")
+      ->capture_default_str();
+  cmd->add_option("--teacher-budget", o->teacher_budget, "search as the teacher: simulator evaluations")
       ->capture_default_str();
   cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->capture_default_str();
   cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->capture_default_str();
@@ -143,11 +222,17 @@ void add_train(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();
   cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement)");
   cmd->add_option("--svg", o->svg, "Training curve plot");
-  cmd->add_option("--best", o->best, "Write the best placement found (doppler-placement/1)");
+  cmd->add_option("--best", o->best, "Write the best placement found (doppler-placement/1; of the first --graph)");
   cmd->add_option("--config", o->config,
                   "Curriculum (doppler-curriculum/1 JSON, docs/learner.md); flags given explicitly override it");
   cmd->callback([o, cmd] {
-    graph g = load_graph(o->graph);
+    std::vector<graph> graphs;
+    for (const auto& path : o->graphs) graphs.push_back(load_graph(path));
+    const graph& g = graphs.front();
+    const std::size_t n_graphs = graphs.size();
+    if (n_graphs > 1 && o->t.real_episodes > 0)
+      throw error(errc::bad_argument, "", "--real-episodes", "phase III measures one graph; " +
+                                                              std::to_string(n_graphs) + " were given with --graph");
     cluster c = load_cluster_or_preset(o->cluster);
     cost_model cm = o->costs.empty() ? cost_model() : cost_model::load(o->costs);
     o->t.sim.model = parse_model(o->model);
@@ -174,6 +259,8 @@ void add_train(CLI::App& app) {
       if (given("--self-imitation")) t.self_imitation = o->t.self_imitation;
       if (given("--ppo-clip")) t.ppo_clip = o->t.ppo_clip;
       if (given("--ppo-epochs")) t.ppo_epochs = o->t.ppo_epochs;
+      if (!given("--teacher")) o->teacher = cur.teacher;
+      if (!given("--teacher-budget")) o->teacher_budget = cur.teacher_budget;
       if (!given("--algorithm")) o->algorithm = t.ppo ? "ppo" : "reinforce";
       if (given("--temperature")) t.temperature = o->t.temperature;
       if (given("--seed")) t.seed = o->t.seed;
@@ -185,6 +272,7 @@ void add_train(CLI::App& app) {
       o->p = p;
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
+    select_phases(o->phases, o->episodes, o->t, *cmd);
     if (o->algorithm != "reinforce" && o->algorithm != "ppo")
       throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o->algorithm + "' (reinforce, ppo)");
     o->t.ppo = o->algorithm == "ppo";
@@ -199,26 +287,42 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--ablation",
                   "the checkpoint given with --init has ablation " +
                       learner::policy_ablation_name(pol.options().ablation));
-    learner::problem pb(g, c, cm);
+    std::shared_ptr<comm::multicast_planner> planner;
     if (o->transfers == "planned") {
       if (o->t.sim.model != sim_model::wc)
         throw error(errc::bad_argument, "", "--transfers", "planned transfers need --model wc");
-      auto planner = std::make_shared<comm::multicast_planner>(std::make_shared<const cluster>(c));
+      planner = std::make_shared<comm::multicast_planner>(std::make_shared<const cluster>(c));
       o->t.sim.transfers = planner;
-      pb.with_transfers(planner);
     } else if (o->transfers != "direct") {
       throw error(errc::bad_argument, "", "--transfers", "unknown mode '" + o->transfers + "' (direct, planned)");
     }
+    std::vector<learner::problem> problems;
+    problems.reserve(n_graphs);
+    std::string teacher_desc;
+    for (const auto& gi : graphs) {
+      auto& q = problems.emplace_back(gi, c, cm);
+      if (planner) q.with_transfers(planner);
+      auto teacher = resolve_teacher(o->teacher, o->teacher_budget, gi, c, cm, o->t);
+      if (teacher) q.with_teacher(teacher);
+      if (teacher)
+        teacher_desc += fmt::format("{}{:.6g} s", teacher_desc.empty() ? " (simulated " : ", ", learner::score(q, *teacher, o->t.sim));
+    }
+    teacher_desc = o->teacher + (teacher_desc.empty() ? "" : teacher_desc + ")");
+    learner::problem& pb = problems.front();
+    std::vector<const learner::problem*> pbs;
+    for (const auto& q : problems) pbs.push_back(&q);
     const auto& po = pol.options();
     std::cerr << fmt::format(
-        "train: graph {} ({} ops, {} edges), cluster {} ({} devices), model {}\n"
+        "train: graph {} ({} ops, {} edges){}, cluster {} ({} devices), model {}\n"
         "  policy: {}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
-        "  phase I {} episodes (lr {}, eps {}->{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
-        o->graph, g.size(), g.edge_count(), c.name(), c.device_count(), o->model,
+        "  phase I {} episodes (teacher {}, lr {}, eps {}->{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
+        o->graphs.front(), g.size(), g.edge_count(),
+        n_graphs > 1 ? fmt::format(" and {} more (the curve in units of each graph's cp)", n_graphs - 1) : std::string(),
+        c.name(), c.device_count(), o->model,
         learner::policy_kind_name(po.kind),
         po.ablation == learner::policy_ablation::none ? "" : " (" + learner::policy_ablation_name(po.ablation) + ")",
         po.hidden, po.steps, po.proj,
-        po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, o->t.il_lr,
+        po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes,
         o->t.ppo ? fmt::format("PPO, clip {}, {} epochs", o->t.ppo_clip, o->t.ppo_epochs) : std::string("REINFORCE"),
         o->t.rl_lr, o->t.entropy, o->t.entropy_final,
@@ -243,8 +347,8 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--real-select-margin", "must be >= 0");
     std::string real_summary;
     bool kept_initial = false;
-    o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + real, cp);
-    auto r = learner::train(pol, pb, o->t);
+    o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + real, n_graphs > 1 ? 1.0 : cp);
+    auto r = learner::train(pol, pbs, o->t);
     if (real == 0) pol.save(o->out);
 #ifdef DOPPLER_HAVE_ACTORS
     if (real > 0) {
@@ -298,7 +402,7 @@ void add_train(CLI::App& app) {
         double ms = measure(client.place(shared));
         ++evals;
         best_greedy = std::min(best_greedy, ms);
-        r.curve.push_back({episode, "real-greedy", ms, best_greedy, loss, -1});  // after episode `episode`
+        r.curve.push_back({episode, "real-greedy", ms, best_greedy, loss, -1, 0});  // after episode `episode`
         return ms;
       };
       r.real_initial_greedy = measure_greedy();  // the parameters phase II left
@@ -311,7 +415,7 @@ void add_train(CLI::App& app) {
           ++updates;
         }
         best = std::min(best, ms);
-        learner::train_row row{++episode, "real", ms, best, loss, -1};
+        learner::train_row row{++episode, "real", ms, best, loss, -1, 0};
         r.curve.push_back(row);
         o->t.on_episode(row);
         if (u.updated && o->t.real_eval_every > 0 && updates % o->t.real_eval_every == 0) measure_greedy();
@@ -364,10 +468,20 @@ void add_train(CLI::App& app) {
                                                                     : "; wrote later parameters that measured faster")
                                          : "",
                                r.real_seconds);
+    if (n_graphs > 1)
+      for (std::size_t k = 0; k < n_graphs; ++k) {
+        const auto& q = r.per_problem[k];
+        std::cout << fmt::format("graph {} ({}): cp {:.6g} s, initial greedy {:.6g} s, greedy {:.6g} s ({:.3f}x cp)\n", k,
+                                 o->graphs[k], q.cp_makespan, q.initial_greedy_makespan, q.greedy_makespan,
+                                 q.greedy_makespan / q.cp_makespan);
+      }
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve));
     if (!o->svg.empty())
-      learner::write_text_file(o->svg, learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound,
-                                                          "doppler train: " + g.name() + " on " + c.name()));
+      learner::write_text_file(
+          o->svg, n_graphs > 1 ? learner::curve_svg(r.curve, 1.0, 0.0,
+                                                    fmt::format("doppler train: {} graphs on {} (makespan / cp)", n_graphs, c.name()))
+                               : learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound,
+                                                    "doppler train: " + g.name() + " on " + c.name()));
     if (!o->best.empty()) save_placement(r.best, g, c, o->best);
   });
 }

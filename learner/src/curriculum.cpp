@@ -86,10 +86,16 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   }
   if (j.contains("imitation")) {
     const auto& s = j["imitation"];
-    r.keys(s, "imitation", {"lr", "epsilon", "epsilon_final"});
+    r.keys(s, "imitation", {"lr", "epsilon", "epsilon_final", "teacher", "teacher_budget"});
     r.number(s, "imitation", "lr", t.il_lr, 1e-12, 10);
     r.number(s, "imitation", "epsilon", t.il_epsilon, 0, 1);
     r.number(s, "imitation", "epsilon_final", t.il_epsilon_final, 0, 1);
+    if (s.contains("teacher")) {
+      if (!s["teacher"].is_string() || s["teacher"].get<std::string>().empty())
+        r.fail(errc::bad_type, "imitation.teacher", "expected \"cp\", a placer name or a placement file");
+      base.teacher = s["teacher"].get<std::string>();
+    }
+    r.integer(s, "imitation", "teacher_budget", base.teacher_budget, 1);
   }
   if (j.contains("reinforce")) {
     const auto& s = j["reinforce"];

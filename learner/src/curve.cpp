@@ -12,10 +12,15 @@
 namespace doppler::learner {
 
 std::string curve_csv(const std::vector<train_row>& rows) {
-  std::string out = "episode,phase,makespan,best,loss,agreement\n";
-  for (const auto& r : rows)
-    out += fmt::format("{},{},{:.9g},{:.9g},{:.6g},{}\n", r.episode, r.phase, r.makespan, r.best, r.loss,
+  // Several problems (train on several graphs): a seventh column names the row's problem.
+  const bool several = std::any_of(rows.begin(), rows.end(), [](const train_row& r) { return r.problem > 0; });
+  std::string out = several ? "episode,phase,makespan,best,loss,agreement,graph\n"
+                            : "episode,phase,makespan,best,loss,agreement\n";
+  for (const auto& r : rows) {
+    out += fmt::format("{},{},{:.9g},{:.9g},{:.6g},{}", r.episode, r.phase, r.makespan, r.best, r.loss,
                        r.agreement >= 0 ? fmt::format("{:.4f}", r.agreement) : std::string());
+    out += several ? fmt::format(",{}\n", r.problem) : std::string("\n");
+  }
   return out;
 }
 

@@ -23,11 +23,30 @@ bool same(double a, double b) noexcept {
 assignment_env::~assignment_env() = default;
 
 assignment_env::assignment_env(const graph& g, const cluster& c, const cost_model& cm,
-                               const graph_features& f, bool respect_memory, transfer_planner* transfers)
-    : g_(g), c_(c), cm_(cm), f_(f), respect_memory_(respect_memory) {
+                               const graph_features& f, bool respect_memory, transfer_planner* transfers,
+                               const placement* teacher)
+    : g_(g), c_(c), cm_(cm), f_(f), respect_memory_(respect_memory), teacher_(teacher) {
   if (transfers) arrivals_ = std::make_unique<detail::arrival_estimator>(g, c, transfers);
   const std::size_t n = g.size(), n_dev = c.device_count();
   if (f.ops != n) throw error(errc::bad_argument, "learner: features were computed for another graph");
+  if (teacher) {
+    if (teacher->device.size() != n)
+      throw error(errc::bad_argument, "learner: the teacher placement is for a graph of " +
+                                          std::to_string(teacher->device.size()) + " ops, not " + std::to_string(n));
+    image_.assign(n_dev, -1);
+    preimage_.assign(n_dev, -1);
+    if (!teacher->order.empty()) {
+      teacher_rank_.resize(n);
+      teacher_queue_.resize(n_dev);
+      teacher_next_.assign(n_dev, 0);
+      assigned_.assign(n, 0);
+      for (std::size_t i = 0; i < teacher->order.size(); ++i) {
+        const op_index v = teacher->order[i];
+        teacher_rank_[v] = static_cast<std::uint32_t>(i);
+        teacher_queue_[teacher->device[v]].push_back(v);
+      }
+    }
+  }
   missing_.resize(n);
   start_.assign(n, 0.0);
   end_.assign(n, 0.0);
@@ -106,6 +125,16 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
 
 void assignment_env::teacher_ops(std::vector<op_index>& out) const {
   out.clear();
+  if (!teacher_rank_.empty()) {  // the teacher placement's order, per device
+    op_index first = ready_.front();
+    for (op_index v : ready_) {
+      if (teacher_rank_[v] < teacher_rank_[first]) first = v;
+      const auto t = teacher_->device[v];
+      if (teacher_queue_[t][teacher_next_[t]] == v) out.push_back(v);
+    }
+    if (out.empty()) out.push_back(first);
+    return;
+  }
   double top = -1;
   for (op_index v : ready_) top = std::max(top, f_.bottom_level[v]);
   for (op_index v : ready_)
@@ -115,11 +144,25 @@ void assignment_env::teacher_ops(std::vector<op_index>& out) const {
 void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out) const {
   out.clear();
   if (est_op_ != v) throw error(errc::internal, "learner: teacher_devices before device_features");
+  if (teacher_) {
+    const device_index t = teacher_->device[v];
+    if (image_[t] >= 0) {
+      if (fits_[image_[t]]) out.push_back(static_cast<device_index>(image_[t]));
+    } else {
+      for (device_index d = 0; d < est_.size(); ++d)
+        if (fits_[d] && preimage_[d] < 0 && interchangeable(t, d)) out.push_back(d);
+    }
+    if (!out.empty()) return;
+  }
   double best = std::numeric_limits<double>::infinity();
   for (device_index d = 0; d < est_.size(); ++d)
     if (fits_[d]) best = std::min(best, est_[d]);
   for (device_index d = 0; d < est_.size(); ++d)
     if (fits_[d] && same(est_[d], best)) out.push_back(d);
+}
+
+bool assignment_env::interchangeable(device_index a, device_index b) const {
+  return c_[a].kind == c_[b].kind && c_[a].flops == c_[b].flops && c_[a].memory == c_[b].memory;
 }
 
 void assignment_env::assign(op_index v, device_index d) {
@@ -134,6 +177,18 @@ void assignment_env::assign(op_index v, device_index d) {
                 "learner: op " + g_[v].id + " does not fit on device " + c_[d].id);
   }
   ready_.erase(it);
+  if (teacher_) {  // the first op of an unmatched teacher device on an unmatched device matches them
+    const device_index t = teacher_->device[v];
+    if (!teacher_rank_.empty()) {
+      assigned_[v] = 1;
+      auto& q = teacher_queue_[t];
+      while (teacher_next_[t] < q.size() && assigned_[q[teacher_next_[t]]]) ++teacher_next_[t];
+    }
+    if (image_[t] < 0 && preimage_[d] < 0 && interchangeable(t, d)) {
+      image_[t] = static_cast<int>(d);
+      preimage_[d] = static_cast<int>(t);
+    }
+  }
   if (arrivals_)
     for (op_index u : g_.preds(v))
       if (p_.device[u] != d) arrivals_->commit(u, p_.device[u], d);

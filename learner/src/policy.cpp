@@ -196,7 +196,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   const auto& g = pb.g();
   const std::size_t n_dev = pb.c().device_count();
   const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp;
-  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers());
+  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher());
   std::mt19937_64 rng(o.seed);
   const double tau = o.temperature;
 
@@ -292,7 +292,7 @@ episode policy::baseline_rollout(const problem& pb, const rollout_options& o) {
   const std::size_t n = g.size(), n_dev = pb.c().device_count();
   const int nf = device_feature_count;
   const bool placeto = impl_->opt.kind == policy_kind::placeto;
-  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers());
+  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher());
   std::mt19937_64 rng(o.seed);
   const double tau = o.temperature;
   episode ep;

@@ -78,34 +78,57 @@ agreement teacher_agreement(policy& pol, const problem& pb) {
 }
 
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
+  const problem* one = &pb;
+  return train(pol, std::span<const problem* const>(&one, 1), opt);
+}
+
+train_result train(policy& pol, std::span<const problem* const> pbs, const train_options& opt) {
+  if (pbs.empty()) throw error(errc::bad_argument, "learner: train needs at least one problem");
   if (opt.batch < 1 || opt.real_batch < 1) throw error(errc::bad_argument, "learner: batch and real_batch must be >= 1");
   if (opt.self_imitation < 0) throw error(errc::bad_argument, "learner: self_imitation must be >= 0");
   if (opt.ppo && (opt.ppo_epochs < 1 || !(opt.ppo_clip > 0)))
     throw error(errc::bad_argument, "learner: PPO needs ppo_epochs >= 1 and ppo_clip > 0");
   if (opt.il_episodes < 0 || opt.rl_episodes < 0 || opt.real_episodes < 0)
     throw error(errc::bad_argument, "learner: episode counts must be >= 0");
+  const std::size_t n_pb = pbs.size();
+  if (n_pb > 1 && opt.real_episodes > 0)
+    throw error(errc::bad_argument, "learner: phase III trains on one problem, not " + std::to_string(n_pb));
+  const problem& pb = *pbs[0];
   train_result res;
-  res.cp_makespan = score(pb, cp_place(pb.g(), pb.c(), pb.cm(), 0, nullptr, pb.respect_memory()), opt.sim);
+  res.per_problem.resize(n_pb);
+  for (std::size_t k = 0; k < n_pb; ++k) {
+    const problem& q = *pbs[k];
+    res.per_problem[k].cp_makespan =
+        score(q, cp_place(q.g(), q.c(), q.cm(), 0, nullptr, q.respect_memory()), opt.sim);
+    res.per_problem[k].initial_greedy_makespan = score(q, pol.place(q), opt.sim);
+  }
+  res.cp_makespan = res.per_problem[0].cp_makespan;
   res.lower_bound = makespan_lower_bound(pb.g(), pb.c(), pb.cm(), opt.sim);
   res.best = pol.place(pb);
-  res.best_makespan = res.initial_greedy_makespan = score(pb, res.best, opt.sim);
+  res.best_makespan = res.initial_greedy_makespan = res.per_problem[0].initial_greedy_makespan;
+  // With several problems the curve is in units of each problem's cp makespan (comparable rows).
+  auto unit = [&](std::size_t k) { return n_pb > 1 ? res.per_problem[k].cp_makespan : 1.0; };
+  double curve_best = n_pb > 1 ? std::numeric_limits<double>::infinity() : res.best_makespan;
 
   int episode_no = 0;
-  auto record = [&](const episode& ep, const char* phase, double loss, double agreement, double ms) {
-    if (ms < res.best_makespan) {
+  auto record = [&](const episode& ep, std::size_t k, const char* phase, double loss, double agreement, double ms) {
+    if (k == 0 && ms < res.best_makespan) {
       res.best_makespan = ms;
       res.best = ep.result;
     }
-    train_row row{++episode_no, phase, ms, res.best_makespan, loss, agreement};
+    curve_best = std::min(curve_best, ms / unit(k));
+    train_row row{++episode_no, phase, ms / unit(k), curve_best, loss, agreement, static_cast<int>(k)};
     res.curve.push_back(row);
     if (opt.on_episode) opt.on_episode(row);
   };
 
   // Phase I: the learner's ε-greedy rollouts, labelled with the teacher's tie sets at every visited
-  // state; the update raises the log-probability of every tied teacher action.
+  // state; the update raises the log-probability of every tied teacher action. With several
+  // problems the batches take turns.
   auto t0 = std::chrono::steady_clock::now();
   std::vector<episode> batch;
-  for (int done = 0; done < opt.il_episodes;) {
+  for (int done = 0, batch_no = 0; done < opt.il_episodes; ++batch_no) {
+    const std::size_t k = static_cast<std::size_t>(batch_no) % n_pb;
     const double x = opt.il_episodes > 1 ? static_cast<double>(done) / (opt.il_episodes - 1) : 1.0;
     pol.set_learning_rate(opt.il_lr * lerp(1.0, opt.lr_final, x));
     const double eps = lerp(opt.il_epsilon, opt.il_epsilon_final, x);
@@ -116,33 +139,37 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
       // The policy's own greedy action (DAgger), a uniform random one with probability ε.
       o.greedy = true;
       o.teacher = true;
-      batch.push_back(pol.rollout(pb, o));
+      batch.push_back(pol.rollout(*pbs[k], o));
     }
-    double loss = pol.imitation_update(pb, batch);
+    double loss = pol.imitation_update(*pbs[k], batch);
     for (const auto& ep : batch)
-      record(ep, "il", loss, ep.steps() ? static_cast<double>(ep.both_agree) / ep.steps() : 1.0,
-             score(pb, ep.result, opt.sim));
+      record(ep, k, "il", loss, ep.steps() ? static_cast<double>(ep.both_agree) / ep.steps() : 1.0,
+             score(*pbs[k], ep.result, opt.sim));
     done += b;
   }
   res.il_seconds = seconds_since(t0);
-  auto agree = teacher_agreement(pol, pb);
-  res.final_agreement = agree.both;
-  res.final_sel_agreement = agree.sel;
-  res.final_plc_agreement = agree.plc;
+  for (const problem* q : pbs) {  // the mean over problems
+    auto agree = teacher_agreement(pol, *q);
+    res.final_agreement += agree.both / static_cast<double>(n_pb);
+    res.final_sel_agreement += agree.sel / static_cast<double>(n_pb);
+    res.final_plc_agreement += agree.plc / static_cast<double>(n_pb);
+  }
 
-  // Phases II and III: REINFORCE with the running mean of all costs so far as the baseline; the
-  // advantage is relative, (baseline − cost) / baseline, so the step size does not depend on the
-  // time unit. Phase II's costs come from the simulator, phase III's from opt.measure.
+  // Phases II and III: REINFORCE with the running mean of all costs so far (per problem) as the
+  // baseline; the advantage is relative, (baseline − cost) / baseline, so the step size does not
+  // depend on the time unit. Phase II's costs come from the simulator, phase III's from opt.measure.
   std::function<void(int)> on_update;
   auto reinforce = [&](const char* phase, int episodes, int batch_size,
-                       const std::function<double(const placement&)>& cost, std::uint64_t stream) {
-    double cost_sum = 0, ema = 0, phase_best = std::numeric_limits<double>::infinity();
-    double self_best = std::numeric_limits<double>::infinity();
-    std::vector<episode> self_ep;  // the best episode so far, self-labelled (self_imitation)
-    std::size_t cost_n = 0;
+                       const std::function<double(std::size_t, const placement&)>& cost, std::uint64_t stream) {
+    std::vector<double> cost_sum(n_pb, 0.0), ema(n_pb, 0.0), self_best(n_pb, std::numeric_limits<double>::infinity());
+    std::vector<std::size_t> cost_n(n_pb, 0);
+    std::vector<std::vector<episode>> self_ep(n_pb);  // the best episode so far, self-labelled (self_imitation)
+    double phase_best = std::numeric_limits<double>::infinity();
     std::vector<double> costs, adv;
     int updates = 0;
     for (int done = 0; done < episodes;) {
+      const std::size_t k = static_cast<std::size_t>(updates) % n_pb;
+      const problem& q = *pbs[k];
       const double x = episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
       pol.set_learning_rate(opt.rl_lr * lerp(1.0, opt.lr_final, x));
       const int b = std::min(batch_size, episodes - done);
@@ -151,51 +178,59 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
       for (int i = 0; i < b; ++i) {
         auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + stream + static_cast<std::uint64_t>(done + i)),
                                          opt.temperature, opt.rl_epsilon);
-        batch.push_back(pol.rollout(pb, o));
-        costs.push_back(cost(batch.back().result));
+        batch.push_back(pol.rollout(q, o));
+        costs.push_back(cost(k, batch.back().result));
       }
       double batch_mean = 0;
       for (double c : costs) batch_mean += c;
       batch_mean /= static_cast<double>(costs.size());
       // The paper's running mean of every cost so far, or (baseline_decay > 0) an exponential one.
-      double baseline = cost_n == 0 ? batch_mean
-                        : opt.baseline_decay > 0 ? ema
-                                                 : cost_sum / static_cast<double>(cost_n);
-      ema = cost_n == 0 ? batch_mean : opt.baseline_decay * ema + (1 - opt.baseline_decay) * batch_mean;
+      double baseline = cost_n[k] == 0 ? batch_mean
+                        : opt.baseline_decay > 0 ? ema[k]
+                                                 : cost_sum[k] / static_cast<double>(cost_n[k]);
+      ema[k] = cost_n[k] == 0 ? batch_mean : opt.baseline_decay * ema[k] + (1 - opt.baseline_decay) * batch_mean;
       adv = reinforce_advantages(costs, baseline, opt.normalize_advantages, opt.advantage_floor);
       const double beta = lerp(opt.entropy, opt.entropy_final, x);
-      double loss = opt.ppo && stream == 0 ? pol.ppo_update(pb, batch, adv, opt.gamma, beta, opt.ppo_clip, opt.ppo_epochs)
-                                           : pol.reinforce_update(pb, batch, adv, opt.gamma, beta);
+      double loss = opt.ppo && stream == 0 ? pol.ppo_update(q, batch, adv, opt.gamma, beta, opt.ppo_clip, opt.ppo_epochs)
+                                           : pol.reinforce_update(q, batch, adv, opt.gamma, beta);
       for (std::size_t i = 0; i < batch.size(); ++i) {
-        cost_sum += costs[i];
-        ++cost_n;
+        cost_sum[k] += costs[i];
+        ++cost_n[k];
         if (stream == 0) {
-          record(batch[i], phase, loss, -1, costs[i]);
+          record(batch[i], k, phase, loss, -1, costs[i]);
         } else {  // measured costs: their own best, not mixed with simulated ones
           phase_best = std::min(phase_best, costs[i]);
-          train_row row{++episode_no, phase, costs[i], phase_best, loss, -1};
+          train_row row{++episode_no, phase, costs[i], phase_best, loss, -1, 0};
           res.curve.push_back(row);
           if (opt.on_episode) opt.on_episode(row);
         }
       }
       if (opt.self_imitation > 0 && stream == 0) {
         for (std::size_t i = 0; i < batch.size(); ++i)
-          if (costs[i] < self_best) {
-            self_best = costs[i];
-            self_ep.assign(1, self_labelled(batch[i]));
+          if (costs[i] < self_best[k]) {
+            self_best[k] = costs[i];
+            self_ep[k].assign(1, self_labelled(batch[i]));
           }
-        for (int k = 0; k < opt.self_imitation && !self_ep.empty(); ++k) pol.imitation_update(pb, self_ep);
+        for (int j = 0; j < opt.self_imitation && !self_ep[k].empty(); ++j) pol.imitation_update(q, self_ep[k]);
       }
       done += b;
       if (on_update) on_update(++updates);
+      else ++updates;
     }
   };
   t0 = std::chrono::steady_clock::now();
-  // Model selection: the greedy placement of the parameters so far, every eval_every updates.
+  // Model selection: the greedy placement of the parameters so far, every eval_every updates; with
+  // several problems, the mean of the greedy makespans over their cp makespans.
+  auto greedy_score = [&] {
+    if (n_pb == 1) return score(pb, pol.place(pb), opt.sim);
+    double sum = 0;
+    for (std::size_t k = 0; k < n_pb; ++k) sum += score(*pbs[k], pol.place(*pbs[k]), opt.sim) / unit(k);
+    return sum / static_cast<double>(n_pb);
+  };
   std::string best_params;
   double best_greedy = std::numeric_limits<double>::infinity();
   auto evaluate = [&] {
-    double g = score(pb, pol.place(pb), opt.sim);
+    double g = greedy_score();
     if (g < best_greedy) {
       best_greedy = g;
       best_params = pol.snapshot();
@@ -205,24 +240,30 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
   on_update = [&](int updates) {
     if (opt.eval_every > 0 && updates % opt.eval_every == 0) evaluate();
   };
-  reinforce("rl", opt.rl_episodes, opt.batch, [&](const placement& p) { return score(pb, p, opt.sim); }, 0);
+  reinforce("rl", opt.rl_episodes, opt.batch,
+            [&](std::size_t k, const placement& p) { return score(*pbs[k], p, opt.sim); }, 0);
   on_update = nullptr;
+  bool selected = false;
   if (!best_params.empty()) {
-    res.last_greedy_makespan = score(pb, pol.place(pb), opt.sim);
-    if (res.last_greedy_makespan > best_greedy) pol.restore(best_params);
+    const double last = greedy_score();
+    res.last_greedy_makespan = n_pb == 1 ? last : score(pb, pol.place(pb), opt.sim);
+    if (last > best_greedy) pol.restore(best_params);
+    selected = true;
   }
   res.rl_seconds = seconds_since(t0);
   if (opt.real_episodes > 0) {
     if (!opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");
     t0 = std::chrono::steady_clock::now();
     res.real_initial_greedy = opt.measure(pol.place(pb));
-    reinforce("real", opt.real_episodes, opt.real_batch, opt.measure, 0x2545f4914f6cdd1dULL);
+    reinforce("real", opt.real_episodes, opt.real_batch,
+              [&](std::size_t, const placement& p) { return opt.measure(p); }, 0x2545f4914f6cdd1dULL);
     res.real_final_greedy = opt.measure(pol.place(pb));
     res.real_seconds = seconds_since(t0);
   }
+  for (std::size_t k = 0; k < n_pb; ++k) res.per_problem[k].greedy_makespan = score(*pbs[k], pol.place(*pbs[k]), opt.sim);
   auto greedy = pol.place(pb);
-  res.greedy_makespan = score(pb, greedy, opt.sim);
-  if (res.last_greedy_makespan == 0) res.last_greedy_makespan = res.greedy_makespan;
+  res.greedy_makespan = res.per_problem[0].greedy_makespan;
+  if (!selected) res.last_greedy_makespan = res.greedy_makespan;
   if (res.greedy_makespan < res.best_makespan) {
     res.best_makespan = res.greedy_makespan;
     res.best = greedy;

@@ -257,6 +257,80 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   CHECK(missing.out.find("none.pt") != std::string::npos);
 }
 
+TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 3 --shards 2 -q -o " + (t / "g2.json")).code == 0);
+  const std::string base = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --hidden 16 --steps 2 ";
+  auto rows = [](const fs::path& csv, const std::string& phase) {
+    std::ifstream in(csv);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find("," + phase + ",") != std::string::npos;
+    return n;
+  };
+  // --phases picks the phases, --episodes sets each listed one whose own flag is not given.
+  auto il = sh(base + "--phases il --episodes 6 -o " + (t / "a.pt") + " --csv " + (t / "a.csv"));
+  CAPTURE(il.out);
+  REQUIRE(il.code == 0);
+  CHECK(rows(t / "a.csv", "il") == 6);
+  CHECK(rows(t / "a.csv", "rl") == 0);
+  auto sim = sh(base + "--phases sim --episodes 9 --rl-episodes 5 -o " + (t / "b.pt") + " --csv " + (t / "b.csv"));
+  CAPTURE(sim.out);
+  REQUIRE(sim.code == 0);
+  CHECK(rows(t / "b.csv", "il") == 0);
+  CHECK(rows(t / "b.csv", "rl") == 5);
+  CHECK(sim.out.find("no phase I") != std::string::npos);
+  auto both = sh(base + "--episodes 3 -o " + (t / "c.pt") + " --csv " + (t / "c.csv"));  // default: il,sim
+  REQUIRE(both.code == 0);
+  CHECK(rows(t / "c.csv", "il") == 3);
+  CHECK(rows(t / "c.csv", "rl") == 3);
+  auto unlisted = sh(base + "--phases il --rl-episodes 4 -o " + (t / "d.pt"));
+  CHECK(unlisted.code == 2);
+  CHECK(unlisted.out.find("--rl-episodes") != std::string::npos);
+  auto bogus = sh(base + "--phases il,bogus -o " + (t / "d.pt"));
+  CHECK(bogus.code == 2);
+  CHECK(bogus.out.find("bogus") != std::string::npos);
+  // --teacher: a placer's placement or a placement file; phase I's agreement is against it.
+  auto heft = sh(base + "--teacher heft --il-episodes 4 --rl-episodes 0 -o " + (t / "e.pt"));
+  CAPTURE(heft.out);
+  REQUIRE(heft.code == 0);
+  CHECK(heft.out.find("teacher heft (simulated") != std::string::npos);
+  REQUIRE(sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:2 --method metis -o " + (t / "m.json")).code == 0);
+  auto file = sh(base + "--teacher " + (t / "m.json") + " --il-episodes 4 --rl-episodes 0 -o " + (t / "f.pt"));
+  CAPTURE(file.out);
+  CHECK(file.code == 0);
+  auto wrong_graph = sh(cli + " train --graph " + (t / "g2.json") + " --cluster cpu:2 --teacher " + (t / "m.json") +
+                        " --il-episodes 1 --rl-episodes 0 -o " + (t / "f.pt"));
+  CHECK(wrong_graph.code != 0);
+  CHECK(wrong_graph.out.find("m.json") != std::string::npos);
+  auto unknown = sh(base + "--teacher nosuch -o " + (t / "f.pt"));
+  CHECK(unknown.code == 2);
+  CHECK(unknown.out.find("--teacher") != std::string::npos);
+  // Several graphs: one policy, batches taking turns, the CSV names each row's graph.
+  auto many = sh(cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --cluster cpu:2 --model wc " +
+                 "--hidden 16 --steps 2 --il-episodes 4 --rl-episodes 4 --batch 2 -o " + (t / "h.pt") + " --csv " +
+                 (t / "h.csv") + " --svg " + (t / "h.svg"));
+  CAPTURE(many.out);
+  REQUIRE(many.code == 0);
+  CHECK(many.out.find("graph 1 (") != std::string::npos);
+  std::ifstream csv(t / "h.csv");
+  std::string header;
+  std::getline(csv, header);
+  CHECK(header == "episode,phase,makespan,best,loss,agreement,graph");
+  int second = 0;
+  for (std::string line; std::getline(csv, line);) second += line.ends_with(",1");
+  CHECK(second == 4);
+  CHECK(fs::exists(t / "h.svg"));
+  auto real = sh(cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --cluster cpu:2 --real-episodes 2 -o " +
+                 (t / "h.pt"));
+  CHECK(real.code == 2);
+  CHECK(real.out.find("--real-episodes") != std::string::npos);
+}
+
 TEST_CASE("doppler compare --policy: learned rows next to the placers, ratio to the best non-learned one") {
   if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
     MESSAGE("built without LibTorch: skipped");

@@ -35,7 +35,7 @@ struct replay_result {
   std::size_t teacher_op = 0, teacher_dev = 0, steps = 0;
 };
 replay_result replay(const problem& pb, const placement& p) {
-  assignment_env env(pb.g(), pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers());
+  assignment_env env(pb.g(), pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher());
   const std::size_t n_dev = pb.c().device_count();
   std::vector<float> feat(n_dev * device_feature_count);
   std::vector<std::uint8_t> valid(n_dev);

@@ -12,7 +12,7 @@ using namespace doppler::learner;
 TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   auto c = parse_curriculum(R"({"format": "doppler-curriculum/1",
       "phases": {"il_episodes": 12, "rl_episodes": 34, "batch": 5, "real_batch": 2, "real_eval_every": 0},
-      "imitation": {"lr": 0.02, "epsilon_final": 0.0},
+      "imitation": {"lr": 0.02, "epsilon_final": 0.0, "teacher": "search", "teacher_budget": 500},
       "reinforce": {"temperature": 0.5, "gamma": 1.0, "normalize_advantages": false, "baseline_decay": 0.9,
                     "advantage_floor": 0.05, "algorithm": "ppo", "ppo_epochs": 3},
       "policy": {"hidden": 128, "steps": 6, "kind": "joint"},
@@ -41,6 +41,9 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(c.policy.mlp == policy_options{}.mlp);
   CHECK(c.policy.seed == 7);
   CHECK(c.policy.kind == policy_kind::joint);
+  CHECK(c.teacher == "search");
+  CHECK(c.teacher_budget == 500);
+  CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1"})").teacher == "cp");
 }
 
 TEST_CASE("curriculum errors name the path") {
@@ -63,5 +66,8 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"algorithm": "a2c"}})") == "reinforce.algorithm");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"ppo_epochs": 0}})") == "reinforce.ppo_epochs");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "typo": 1})") == "typo");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher": 3}})") == "imitation.teacher");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher_budget": 0}})") ==
+        "imitation.teacher_budget");
   CHECK_THROWS_AS(parse_curriculum("{not json"), error);
 }

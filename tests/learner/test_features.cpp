@@ -155,3 +155,78 @@ TEST_CASE("environment teacher equals cp_place's tie sets along cp's own traject
     CHECK(env.result().order == cp.order);
   }
 }
+
+namespace {
+
+/// Follows a teacher placement's labels (the first tied op, the first tied device) to the end.
+placement follow_teacher(const graph& g, const cluster& c, const cost_model& cm, const placement& t) {
+  auto f = compute_features(g, c, cm);
+  assignment_env env(g, c, cm, f, true, nullptr, &t);
+  std::vector<op_index> ops;
+  std::vector<device_index> devs;
+  std::vector<float> feat(c.device_count() * device_feature_count);
+  std::vector<std::uint8_t> valid(c.device_count());
+  while (!env.done()) {
+    env.teacher_ops(ops);
+    REQUIRE(!ops.empty());
+    env.device_features(ops.front(), feat, valid);
+    env.teacher_devices(ops.front(), devs);
+    REQUIRE(!devs.empty());
+    env.assign(ops.front(), devs.front());
+  }
+  return env.result();
+}
+
+}  // namespace
+
+TEST_CASE("a teacher placement's labels reproduce it, up to relabelling interchangeable devices") {
+  for (const char* name : {"ffnn_192nodes.txt", "transformer_block_215nodes.txt"}) {
+    CAPTURE(name);
+    graph g = load_graph(std::string(DOPPLER_PAPER_DIR) + "/" + name);
+    cluster c = make_preset("doppler-paper:4");
+    cost_model cm;
+    placer_options po;
+    po.budget = 300;
+    for (const char* method : {"heft", "metis", "search"}) {
+      CAPTURE(method);
+      placement t = make_placer(method)->place(g, c, cm, po);
+      // Relabel: teacher device k is device 3 - k here; following must undo nothing it can't see.
+      for (auto& d : t.device) d = static_cast<device_index>(3 - d);
+      placement got = follow_teacher(g, c, cm, t);
+      CHECK_NOTHROW(check_placement(got, g, c));
+      // The devices match through one bijection, and each device runs its ops in the teacher's order.
+      std::vector<int> map(4, -1);
+      bool bijective = true;
+      for (op_index v = 0; v < g.size(); ++v) {
+        if (map[t.device[v]] < 0) map[t.device[v]] = got.device[v];
+        bijective = bijective && map[t.device[v]] == static_cast<int>(got.device[v]);
+      }
+      CHECK(bijective);
+      std::vector<std::vector<op_index>> per_t(4), per_got(4);
+      for (op_index v : t.order) per_t[t.device[v]].push_back(v);
+      for (op_index v : got.order) per_got[got.device[v]].push_back(v);
+      for (device_index d = 0; d < 4; ++d)
+        if (map[d] >= 0) CHECK(per_t[d] == per_got[map[d]]);
+      sim_options so;
+      so.model = sim_model::simple;
+      CHECK(simulate(g, c, got, cm, so).makespan == doctest::Approx(simulate(g, c, t, cm, so).makespan));
+    }
+  }
+}
+
+TEST_CASE("a hand-written teacher placement is followed, relabelled, and one for another graph refused") {
+  graph g = diamond();
+  cluster c = make_preset("doppler-paper:2");
+  cost_model cm;
+  placement t{{0, 1, 1, 0}, {0, 1, 2, 3}, "hand"};
+  placement got = follow_teacher(g, c, cm, t);
+  CHECK(got.order == t.order);
+  CHECK(got.device == t.device);  // a to 0 (matching 0 -> 0), then b and c to the other device
+  placement swapped{{1, 0, 0, 1}, {0, 2, 1, 3}, "hand"};  // c before b on their device
+  got = follow_teacher(g, c, cm, swapped);
+  CHECK(got.device == std::vector<device_index>{0, 1, 1, 0});  // a matched teacher device 1 to 0
+  CHECK(got.order == swapped.order);
+  auto f = compute_features(g, c, cm);
+  placement short_one{{0, 1}, {0, 1}, "hand"};
+  CHECK_THROWS_AS(assignment_env(g, c, cm, f, true, nullptr, &short_one), error);
+}

@@ -4,6 +4,7 @@
 #include <doppler/learner/trainer.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/placer.hpp>
 
 #include "learner_fixtures.hpp"
 
@@ -139,4 +140,70 @@ TEST_CASE("self-imitation: an episode labelled with its own actions, imitated, g
   for (const auto& row : r.curve) CHECK(std::isfinite(row.loss));
   o.self_imitation = -1;
   CHECK_THROWS_AS(train(pol, pb, o), doppler::error);
+}
+
+TEST_CASE("several problems: batches take turns, the curve is in units of each cp, phase III needs one") {
+  graph a = paper("ffnn_192nodes.txt"), b = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pa(a, c, cm), pb(b, c, cm);
+  const problem* both[] = {&pa, &pb};
+  policy pol(policy_options().with_hidden(16).with_steps(2).with_seed(3));
+  train_options o;
+  o.with_il(8).with_rl(8).with_batch(2).with_seed(3).with_model(sim_model::simple);
+  auto r = train(pol, std::span<const problem* const>(both), o);
+  REQUIRE(r.curve.size() == 16);
+  REQUIRE(r.per_problem.size() == 2);
+  for (std::size_t i = 0; i < r.curve.size(); ++i) {
+    CAPTURE(i);
+    CHECK(r.curve[i].problem == static_cast<int>((i / 2) % 2));  // batches of 2 alternate
+    // makespan / cp: between the lower bound's ratio and a few times cp
+    CHECK(r.curve[i].makespan > 0.3);
+    CHECK(r.curve[i].makespan < 5);
+  }
+  for (const auto& q : r.per_problem) {
+    CHECK(q.cp_makespan > 0);
+    CHECK(q.greedy_makespan > 0);
+  }
+  CHECK(r.per_problem[0].cp_makespan == doctest::Approx(r.cp_makespan));
+  CHECK(r.per_problem[1].cp_makespan != doctest::Approx(r.cp_makespan));  // a different graph
+  CHECK(curve_csv(r.curve).rfind("episode,phase,makespan,best,loss,agreement,graph\n", 0) == 0);
+  // One problem: no graph column (the single-graph CSV is unchanged).
+  train_options one = o;
+  one.with_rl(0).with_il(2);
+  CHECK(curve_csv(train(pol, pa, one).curve).rfind("episode,phase,makespan,best,loss,agreement\n", 0) == 0);
+  train_options real = o;
+  real.real_episodes = 2;
+  real.measure = [](const placement&) { return 1.0; };
+  CHECK_THROWS_AS(train(pol, std::span<const problem* const>(both), real), error);
+}
+
+TEST_CASE("phase I with a teacher placement: agreement is measured against it, not cp") {
+  graph g = paper("ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c, cm);
+  placer_options po;
+  auto metis = std::make_shared<const placement>(make_placer("metis")->place(g, c, cm, po));
+  policy pol(policy_options().with_seed(1));
+  train_options o;
+  o.with_il(100).with_rl(0).with_seed(1).with_model(sim_model::simple);
+  auto cp_trained = train(pol, pb, o);
+  REQUIRE(cp_trained.final_agreement >= 0.9);  // cp imitated (as in the phase I test) ...
+  pb.with_teacher(metis);
+  const double vs_metis = teacher_agreement(pol, pb).both;
+  CHECK(vs_metis < 0.7);  // ... is not metis: the agreement is against the teacher placement
+  // A fresh policy imitating metis moves towards it.
+  policy fresh(policy_options().with_seed(1));
+  const auto before = teacher_agreement(fresh, pb);
+  auto r = train(fresh, pb, o);
+  MESSAGE("agreement with metis: cp-trained " << vs_metis << "; fresh " << before.both << " -> " << r.final_agreement
+          << " (SEL " << before.sel << " -> " << r.final_sel_agreement << ", PLC " << before.plc << " -> "
+          << r.final_plc_agreement << ")");
+  CHECK(r.final_agreement > before.both + 0.05);
+  CHECK(r.final_sel_agreement > 0.8);
+  // A placement for another graph is refused when it is set.
+  graph other = paper("chain_mm_112nodes.txt");
+  placement wrong = make_placer("cp")->place(other, c, cm, po);
+  CHECK_THROWS_AS(pb.with_teacher(std::make_shared<const placement>(wrong)), error);
 }

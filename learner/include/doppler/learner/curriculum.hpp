@@ -4,7 +4,8 @@
 ///
 ///   {"format": "doppler-curriculum/1",
 ///    "phases": {"il_episodes": 200, "rl_episodes": 2000, "real_episodes": 0, "batch": 8},
-///    "imitation": {"lr": 0.01, "epsilon": 0.3, "epsilon_final": 0.05},
+///    "imitation": {"lr": 0.01, "epsilon": 0.3, "epsilon_final": 0.05, "teacher": "cp",
+///                  "teacher_budget": 2000},
 ///    "reinforce": {"lr": 0.01, "lr_final": 0.2, "temperature": 1.0, "epsilon": 0.0,
 ///                  "entropy": 0.01, "entropy_final": 0.001, "gamma": 0.99,
 ///                  "baseline_decay": 0, "normalize_advantages": true},
@@ -22,6 +23,10 @@ namespace doppler::learner {
 struct curriculum {
   train_options train;
   policy_options policy;
+  /// Phase I's teacher (`doppler train --teacher`): "cp", a placer name or a placement file; the
+  /// CLI resolves it (the learner library takes a placement: problem::with_teacher).
+  std::string teacher = "cp";
+  int teacher_budget = 2000;  ///< search as the teacher: simulator evaluations
 };
 
 /// Parses a curriculum over `base` (fields not named keep base's values). Unknown keys, wrong

@@ -2,8 +2,8 @@
 /// The assignment episode DOPPLER's policies act in, Torch-free: |V| steps, each one SEL choice (an
 /// op of the ready set: all its producers assigned) and one PLC choice (a device). The environment
 /// keeps the list-schedule timeline the critical-path teacher keeps (per device: time available; per
-/// op: start and end), computes PLC's dynamic device features, and answers what the `cp` teacher
-/// would do in the current state (the DAgger labels of phase I).
+/// op: start and end), computes PLC's dynamic device features, and answers what the teacher would do
+/// in the current state (the DAgger labels of phase I): the `cp` rule, or a given placement's.
 
 #include <doppler/learner/features.hpp>
 #include <doppler/runtime/placement.hpp>
@@ -41,9 +41,18 @@ class assignment_env {
   /// `respect_memory`, a device is invalid for v when v's output would exceed its memory (cp's rule).
   /// With `transfers` (planned transfers: `sim_options::transfers`), a predecessor's output reaches a
   /// device when the planner's plan for it would deliver it there (the estimate of cp/heft's
-  /// planned-aware EST, docs/placers.md), not after the per-edge transfer time.
+  /// planned-aware EST, docs/placers.md), not after the per-edge transfer time. With `teacher` (a
+  /// checked placement of g; it must outlive the environment) the teacher is that placement, not cp:
+  /// its ops are the ready ops next on their teacher device in the placement's order (every op
+  /// before them on that device assigned: any of them keeps each device's order; when none is, the
+  /// ready op earliest in the order; cp's tie set when the placement has no order), its device the
+  /// placement's up to a relabelling of interchangeable devices (same kind, FLOP/s
+  /// and memory), fixed as the episode goes: the first op assigned from teacher device t to a
+  /// device d (both not yet matched) matches t to d; ops of an unmatched t may go to any unmatched
+  /// interchangeable device. Where no such device is valid, cp's devices.
   assignment_env(const graph& g, const cluster& c, const cost_model& cm, const graph_features& f,
-                 bool respect_memory = true, transfer_planner* transfers = nullptr);
+                 bool respect_memory = true, transfer_planner* transfers = nullptr,
+                 const placement* teacher = nullptr);
   ~assignment_env();
   assignment_env(const assignment_env&) = delete;
   assignment_env& operator=(const assignment_env&) = delete;
@@ -57,9 +66,11 @@ class assignment_env {
   /// number of valid devices (0 means the op fits nowhere: errc::infeasible on assign).
   std::size_t device_features(op_index v, std::span<float> out, std::span<std::uint8_t> valid);
 
-  /// The teacher's choice set now: the ready ops of maximum bottom level (cp ties, relative 1e-9).
+  /// The teacher's choice set now: the ready ops of maximum bottom level (cp ties, relative 1e-9);
+  /// with a teacher placement that has an order, the ready ops next on their teacher devices.
   void teacher_ops(std::vector<op_index>& out) const;
-  /// The teacher's devices for v: the valid devices of minimum EST (call device_features(v) first).
+  /// The teacher's devices for v: the valid devices of minimum EST (call device_features(v) first);
+  /// with a teacher placement, its device for v when that one is valid.
   void teacher_devices(op_index v, std::vector<device_index>& out) const;
 
   /// Assigns ready op v to device d (throws errc::bad_argument if v is not ready or d invalid).
@@ -88,6 +99,13 @@ class assignment_env {
   placement p_;
   double schedule_end_ = 0;
   std::unique_ptr<detail::arrival_estimator> arrivals_;  // planned transfers only
+  const placement* teacher_ = nullptr;  // null: cp's rule
+  std::vector<std::uint32_t> teacher_rank_;  // position in teacher_->order (empty: no order)
+  std::vector<std::vector<op_index>> teacher_queue_;  // per teacher device, its ops in order
+  std::vector<std::size_t> teacher_next_;  // per teacher device, its first unassigned op in the queue
+  std::vector<std::uint8_t> assigned_;
+  std::vector<int> image_, preimage_;  // teacher device -> matched device, and back (-1: none yet)
+  bool interchangeable(device_index a, device_index b) const;
 };
 
 }  // namespace doppler::learner

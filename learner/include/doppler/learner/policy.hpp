@@ -87,6 +87,15 @@ class problem {
     transfers_ = std::move(t);
     return *this;
   }
+  /// The placement phase I imitates instead of cp's rule (null: cp, the paper's teacher); checked
+  /// against the graph and cluster (errc::bad_argument naming the op). assignment_env states the
+  /// teacher's choices.
+  problem& with_teacher(std::shared_ptr<const placement> t) {
+    if (t) check_placement(*t, *g_, *c_);
+    teacher_ = std::move(t);
+    return *this;
+  }
+  const placement* teacher() const noexcept { return teacher_.get(); }
   /// Unique per problem object (the policy's cache key).
   std::uint64_t key() const noexcept { return key_; }
 
@@ -98,6 +107,7 @@ class problem {
   bool respect_memory_;
   std::uint64_t key_;
   std::shared_ptr<transfer_planner> transfers_;
+  std::shared_ptr<const placement> teacher_;
 };
 
 /// How a rollout picks actions.

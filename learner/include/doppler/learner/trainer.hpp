@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,12 @@ struct train_row {
   int episode = 0;          ///< 1-based over both phases
   std::string phase;        ///< "il", "rl" or "real"; "real-greedy": a measured evaluation of the greedy
                             ///< placement after that episode (phase III, `doppler train`), not an episode
-  double makespan = 0;      ///< simulated makespan of this episode's placement
-  double best = 0;          ///< best makespan so far
+  double makespan = 0;      ///< simulated makespan of this episode's placement (with several
+                            ///< problems: divided by its problem's cp makespan)
+  double best = 0;          ///< best makespan so far (in the same unit)
   double loss = 0;          ///< loss of the update this episode took part in
   double agreement = -1;    ///< il: fraction of steps whose op and device were the teacher's; rl: −1
+  int problem = 0;          ///< which problem of a multi-problem train() (0 with one)
 };
 
 struct train_options {
@@ -78,6 +81,12 @@ struct train_options {
 
 struct train_result {
   std::vector<train_row> curve;
+  /// Per problem of a multi-problem train() (one entry with one problem; the fields below that
+  /// are not vectors describe problem 0).
+  struct problem_result {
+    double cp_makespan = 0, initial_greedy_makespan = 0, greedy_makespan = 0;
+  };
+  std::vector<problem_result> per_problem;
   placement best;                 ///< the best placement any episode found
   double best_makespan = 0;
   double greedy_makespan = 0;     ///< the trained policy's greedy placement (after model selection)
@@ -109,6 +118,11 @@ episode self_labelled(episode ep);
 
 /// Runs phases I, II and III (those with episodes) on one problem, updating `pol` in place.
 train_result train(policy& pol, const problem& pb, const train_options& opt);
+/// The same on several problems (graphs, clusters) with one policy: the update batches take turns
+/// over the problems (each batch from one problem, its baseline that problem's own running mean),
+/// model selection scores the mean over problems of greedy / cp makespan, and the curve is in units
+/// of each problem's cp makespan. Phase III (real_episodes > 0) needs exactly one problem.
+train_result train(policy& pol, std::span<const problem* const> pbs, const train_options& opt);
 
 /// Fractions of the steps of a greedy rollout on which SEL's op, PLC's device, and both, were in
 /// the teacher's tie sets.
