@@ -65,10 +65,29 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
 }
 
 /// Phase I's teacher from `--teacher`: null for cp (the environment's own rule, with its tie sets),
-/// else a placer's placement (seeded like the training) or a placement file.
+/// else a placer's placement (seeded like the training) or a placement file. `auto`: cp, or `single`
+/// where that simulates faster (graphs too small to spread: their transfers cost more than the
+/// parallelism gains) — the two rules the policy imitates fully (docs/learner.md, "Teachers").
+/// `chosen` receives the teacher's name.
 std::shared_ptr<const placement> resolve_teacher(const std::string& name, int budget, const graph& g, const cluster& c,
-                                                 const cost_model& cm, const learner::train_options& t) {
+                                                 const cost_model& cm, const learner::train_options& t,
+                                                 std::string& chosen) {
+  chosen = name;
   if (name == "cp") return nullptr;
+  if (name == "auto") {
+    chosen = "cp";
+    placement single;
+    try {
+      single = make_placer("single")->place(g, c, cm, placer_options{});
+    } catch (const error& e) {
+      if (e.code() == errc::infeasible) return nullptr;  // the graph does not fit on one device
+      throw;
+    }
+    const double cp = simulate(g, c, cp_place(g, c, cm, 0), cm, t.sim).makespan;
+    if (!(simulate(g, c, single, cm, t.sim).makespan < cp)) return nullptr;
+    chosen = "single";
+    return std::make_shared<const placement>(std::move(single));
+  }
   if (std::filesystem::exists(name) || name.ends_with(".json"))
     return std::make_shared<const placement>(load_placement(name, g, c));
   std::unique_ptr<placer> pl;
@@ -132,7 +151,7 @@ void add_train(CLI::App& app) {
         ablation = "none", transfers = "direct";
     int real_repeat = 1;
     std::vector<std::string> real_stragglers;
-    std::string teacher = "cp", phases = "il,sim";
+    std::string teacher = "auto", phases = "il,sim";
     int teacher_budget = 2000, episodes = 0;
     std::string algorithm = "reinforce";
     learner::train_options t;
@@ -157,8 +176,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--episodes", o->episodes,
                   "Episodes of every listed phase whose own --il/--rl/--real-episodes flag is not given");
   cmd->add_option("--teacher", o->teacher,
-                  "Phase I's teacher: cp (the paper's critical-path rule), another placer's placement "
-                  "(heft, m-etf, metis, search, ...), or a doppler-placement/1 file")
+                  "Phase I's teacher: auto (cp, or single where that simulates faster), cp (the paper's "
+                  "critical-path rule), another placer's placement (single, heft, m-etf, metis, search, ...), "
+                  "or a doppler-placement/1 file")
       ->capture_default_str();
   cmd->add_option("--teacher-budget", o->teacher_budget, "search as the teacher: simulator evaluations")
       ->capture_default_str();
@@ -302,12 +322,15 @@ void add_train(CLI::App& app) {
     for (const auto& gi : graphs) {
       auto& q = problems.emplace_back(gi, c, cm);
       if (planner) q.with_transfers(planner);
-      auto teacher = resolve_teacher(o->teacher, o->teacher_budget, gi, c, cm, o->t);
+      std::string chosen;
+      auto teacher = resolve_teacher(o->teacher, o->teacher_budget, gi, c, cm, o->t, chosen);
       if (teacher) q.with_teacher(teacher);
-      if (teacher)
-        teacher_desc += fmt::format("{}{:.6g} s", teacher_desc.empty() ? " (simulated " : ", ", learner::score(q, *teacher, o->t.sim));
+      // Per graph: what `auto` chose, and a placement teacher's simulated makespan.
+      std::string part = chosen == o->teacher ? "" : chosen;
+      if (teacher) part += fmt::format("{}simulated {:.6g} s", part.empty() ? "" : " ", learner::score(q, *teacher, o->t.sim));
+      if (!part.empty()) teacher_desc += (teacher_desc.empty() ? "" : ", ") + part;
     }
-    teacher_desc = o->teacher + (teacher_desc.empty() ? "" : teacher_desc + ")");
+    teacher_desc = o->teacher + (teacher_desc.empty() ? "" : " (" + teacher_desc + ")");
     learner::problem& pb = problems.front();
     std::vector<const learner::problem*> pbs;
     for (const auto& q : problems) pbs.push_back(&q);

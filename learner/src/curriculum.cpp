@@ -92,7 +92,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     r.number(s, "imitation", "epsilon_final", t.il_epsilon_final, 0, 1);
     if (s.contains("teacher")) {
       if (!s["teacher"].is_string() || s["teacher"].get<std::string>().empty())
-        r.fail(errc::bad_type, "imitation.teacher", "expected \"cp\", a placer name or a placement file");
+        r.fail(errc::bad_type, "imitation.teacher", "expected \"auto\", \"cp\", a placer name or a placement file");
       base.teacher = s["teacher"].get<std::string>();
     }
     r.integer(s, "imitation", "teacher_budget", base.teacher_budget, 1);

@@ -43,7 +43,7 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(c.policy.kind == policy_kind::joint);
   CHECK(c.teacher == "search");
   CHECK(c.teacher_budget == 500);
-  CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1"})").teacher == "cp");
+  CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1"})").teacher == "auto");
 }
 
 TEST_CASE("curriculum errors name the path") {

@@ -4,7 +4,7 @@
 ///
 ///   {"format": "doppler-curriculum/1",
 ///    "phases": {"il_episodes": 200, "rl_episodes": 2000, "real_episodes": 0, "batch": 8},
-///    "imitation": {"lr": 0.01, "epsilon": 0.3, "epsilon_final": 0.05, "teacher": "cp",
+///    "imitation": {"lr": 0.01, "epsilon": 0.3, "epsilon_final": 0.05, "teacher": "auto",
 ///                  "teacher_budget": 2000},
 ///    "reinforce": {"lr": 0.01, "lr_final": 0.2, "temperature": 1.0, "epsilon": 0.0,
 ///                  "entropy": 0.01, "entropy_final": 0.001, "gamma": 0.99,
@@ -23,9 +23,10 @@ namespace doppler::learner {
 struct curriculum {
   train_options train;
   policy_options policy;
-  /// Phase I's teacher (`doppler train --teacher`): "cp", a placer name or a placement file; the
-  /// CLI resolves it (the learner library takes a placement: problem::with_teacher).
-  std::string teacher = "cp";
+  /// Phase I's teacher (`doppler train --teacher`): "auto" (cp, or single where that simulates
+  /// faster), "cp", a placer name or a placement file; the CLI resolves it (the learner library
+  /// takes a placement: problem::with_teacher).
+  std::string teacher = "auto";
   int teacher_budget = 2000;  ///< search as the teacher: simulator evaluations
 };
 
