@@ -319,6 +319,7 @@ void add_train(CLI::App& app) {
     std::vector<learner::problem> problems;
     problems.reserve(n_graphs);
     std::string teacher_desc;
+    std::vector<std::string> parts;
     for (const auto& gi : graphs) {
       auto& q = problems.emplace_back(gi, c, cm);
       if (planner) q.with_transfers(planner);
@@ -328,8 +329,12 @@ void add_train(CLI::App& app) {
       // Per graph: what `auto` chose, and a placement teacher's simulated makespan.
       std::string part = chosen == o->teacher ? "" : chosen;
       if (teacher) part += fmt::format("{}simulated {:.6g} s", part.empty() ? "" : " ", learner::score(q, *teacher, o->t.sim));
-      if (!part.empty()) teacher_desc += (teacher_desc.empty() ? "" : ", ") + part;
+      parts.push_back(part);
     }
+    // One part per graph; once when they are all the same.
+    const bool same = std::all_of(parts.begin(), parts.end(), [&](const std::string& x) { return x == parts.front(); });
+    for (std::size_t k = 0; k < (same ? 1 : parts.size()); ++k)
+      if (!parts[k].empty()) teacher_desc += (teacher_desc.empty() ? "" : ", ") + parts[k];
     teacher_desc = o->teacher + (teacher_desc.empty() ? "" : " (" + teacher_desc + ")");
     learner::problem& pb = problems.front();
     std::vector<const learner::problem*> pbs;
