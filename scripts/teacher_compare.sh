@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Phase I's teacher compared (docs/learner.md, "Teachers"): trains DOPPLER with each teacher on each
 # graph (imitation, then RL in the simulator) and prints, per graph and teacher, the teacher's own
-# simulated makespan, the agreement after phase I and the greedy makespan after phases I and II,
+# simulated makespan (mean over the seeds: seeded placers' teachers differ per seed), the agreement after phase I and the greedy makespan after phases I and II,
 # means over the seeds, as a markdown table (stdout and OUTDIR/table.md).
 #
 # Usage: scripts/teacher_compare.sh OUTDIR
@@ -51,17 +51,17 @@ for f in logs:
     if m and m.group(3) in seeds:
         groups.setdefault((m.group(1), m.group(2)), []).append(open(os.path.join(out, f)).read())
 for (name, t), texts in groups.items():
-    g, sel, plc, both, cp, tm = [], [], [], [], [], None
+    g, sel, plc, both, cp, tm = [], [], [], [], [], []
     for x in texts:
         g.append(float(re.search(r"greedy ([0-9.e+-]+) s \(", x).group(1)))
         cp.append(float(re.search(r"^cp ([0-9.e+-]+) s", x, re.M).group(1)))
         a = re.search(r"agreement after phase I ([0-9.]+)% \(SEL ([0-9.]+)%, PLC ([0-9.]+)%\)", x)
         both.append(float(a.group(1))); sel.append(float(a.group(2))); plc.append(float(a.group(3)))
         m = re.search(r"simulated ([0-9.e+-]+) s", x)
-        tm = float(m.group(1)) if m else None
+        if m: tm.append(float(m.group(1)))  # seeded placers: one teacher per training seed
     mean = statistics.mean(g)
     sd = statistics.stdev(g) if len(g) > 1 else 0
-    print(f"| {name} | {t} | {'%.4g' % tm if tm else 'cp ' + '%.4g' % cp[0]} | {statistics.mean(both):.0f}% "
+    print(f"| {name} | {t} | {'%.4g' % statistics.mean(tm) if tm else 'cp ' + '%.4g' % cp[0]} | {statistics.mean(both):.0f}% "
           f"({statistics.mean(sel):.0f}% / {statistics.mean(plc):.0f}%) | {mean:.4g} ± {sd:.2g} | {mean / cp[0]:.3f} | "
           + " / ".join("%.4g" % v for v in g) + " |")
 PY
