@@ -144,7 +144,7 @@ void select_phases(const std::string& list, int episodes, learner::train_options
 }
 
 void add_train(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on a graph: imitation of a teacher (cp), RL in the simulator, RL on measurements");
+  auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on one or more graphs: imitation of a teacher, RL in the simulator, RL on measurements");
   struct opts {
     std::vector<std::string> graphs;
     std::string cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",

@@ -30,9 +30,7 @@ assignment_env::assignment_env(const graph& g, const cluster& c, const cost_mode
   const std::size_t n = g.size(), n_dev = c.device_count();
   if (f.ops != n) throw error(errc::bad_argument, "learner: features were computed for another graph");
   if (teacher) {
-    if (teacher->device.size() != n)
-      throw error(errc::bad_argument, "learner: the teacher placement is for a graph of " +
-                                          std::to_string(teacher->device.size()) + " ops, not " + std::to_string(n));
+    check_placement(*teacher, g, c);  // every op on a device of c; the order a topological permutation
     image_.assign(n_dev, -1);
     preimage_.assign(n_dev, -1);
     if (!teacher->order.empty()) {
