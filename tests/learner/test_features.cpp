@@ -230,3 +230,33 @@ TEST_CASE("a hand-written teacher placement is followed, relabelled, and one for
   placement short_one{{0, 1}, {0, 1}, "hand"};
   CHECK_THROWS_AS(assignment_env(g, c, cm, f, true, nullptr, &short_one), error);
 }
+
+TEST_CASE("a teacher placement without an order: cp's op tie sets, the placement's devices") {
+  graph g = load_graph(std::string(DOPPLER_PAPER_DIR) + "/ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  placement t = make_placer("metis")->place(g, c, cm, placer_options{});
+  t.order.clear();
+  auto f = compute_features(g, c, cm);
+  assignment_env with(g, c, cm, f, true, nullptr, &t), plain(g, c, cm, f);
+  std::vector<op_index> ops, cp_ops;
+  std::vector<device_index> devs;
+  std::vector<float> feat(c.device_count() * device_feature_count);
+  std::vector<std::uint8_t> valid(c.device_count());
+  while (!with.done()) {
+    with.teacher_ops(ops);
+    plain.teacher_ops(cp_ops);
+    REQUIRE(ops == cp_ops);
+    with.device_features(ops.front(), feat, valid);
+    with.teacher_devices(ops.front(), devs);
+    REQUIRE(!devs.empty());
+    with.assign(ops.front(), devs.front());
+    plain.assign(ops.front(), devs.front());
+  }
+  // Every op went to the device its teacher device was matched to: one bijection.
+  std::vector<int> map(4, -1);
+  for (op_index v = 0; v < g.size(); ++v) {
+    if (map[t.device[v]] < 0) map[t.device[v]] = with.result().device[v];
+    CHECK(map[t.device[v]] == static_cast<int>(with.result().device[v]));
+  }
+}
