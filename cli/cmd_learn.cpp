@@ -88,17 +88,17 @@ std::shared_ptr<const placement> resolve_teacher(const std::string& name, int bu
     chosen = "single";
     return std::make_shared<const placement>(std::move(single));
   }
-  if (std::filesystem::exists(name) || name.ends_with(".json"))
+  // A placer name wins over a file of that name, unless it looks like a path.
+  const auto names = placer_names();
+  const bool is_placer = std::find(names.begin(), names.end(), name) != names.end();
+  if (!is_placer && (name.ends_with(".json") || name.find('/') != std::string::npos || std::filesystem::exists(name)))
     return std::make_shared<const placement>(load_placement(name, g, c));
-  std::unique_ptr<placer> pl;
-  try {
-    pl = make_placer(name);
-  } catch (const error&) {
-    std::string names;
-    for (const auto& n : placer_names()) names += (names.empty() ? "" : ", ") + n;
-    throw error(errc::unknown_kind, "", "--teacher", "'" + name + "' is neither a placer (" + names + ") nor a placement file");
+  if (!is_placer) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw error(errc::unknown_kind, "", "--teacher", "'" + name + "' is neither a placer (" + list + ") nor a placement file");
   }
-  if (budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
+  auto pl = make_placer(name);
   placer_options po;
   po.seed = t.seed;
   po.budget = budget;
@@ -240,7 +240,7 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--init", o->init, "Start from this checkpoint (resume or fine-tune) instead of new weights");
   cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();
-  cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement)");
+  cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement; and graph, with several --graph)");
   cmd->add_option("--svg", o->svg, "Training curve plot");
   cmd->add_option("--best", o->best, "Write the best placement found (doppler-placement/1; of the first --graph)");
   cmd->add_option("--config", o->config,
@@ -250,9 +250,6 @@ void add_train(CLI::App& app) {
     for (const auto& path : o->graphs) graphs.push_back(load_graph(path));
     const graph& g = graphs.front();
     const std::size_t n_graphs = graphs.size();
-    if (n_graphs > 1 && o->t.real_episodes > 0)
-      throw error(errc::bad_argument, "", "--real-episodes", "phase III measures one graph; " +
-                                                              std::to_string(n_graphs) + " were given with --graph");
     cluster c = load_cluster_or_preset(o->cluster);
     cost_model cm = o->costs.empty() ? cost_model() : cost_model::load(o->costs);
     o->t.sim.model = parse_model(o->model);
@@ -293,6 +290,11 @@ void add_train(CLI::App& app) {
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
     select_phases(o->phases, o->episodes, o->t, *cmd);
+    if (n_graphs > 1 && o->t.real_episodes > 0)  // from --real-episodes, --phases or the curriculum
+      throw error(errc::bad_argument, "", "--real-episodes",
+                  "phase III measures one graph; " + std::to_string(n_graphs) +
+                      " were given with --graph (leave real out of --phases and the curriculum's real_episodes at 0)");
+    if (o->teacher_budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
     if (o->algorithm != "reinforce" && o->algorithm != "ppo")
       throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o->algorithm + "' (reinforce, ppo)");
     o->t.ppo = o->algorithm == "ppo";
@@ -320,6 +322,12 @@ void add_train(CLI::App& app) {
     problems.reserve(n_graphs);
     std::string teacher_desc;
     std::vector<std::string> parts;
+    const auto placers = placer_names();
+    if (n_graphs > 1 && o->teacher != "auto" && o->teacher != "cp" &&
+        std::find(placers.begin(), placers.end(), o->teacher) == placers.end())
+      throw error(errc::bad_argument, "", "--teacher",
+                  "a placement file places one graph; " + std::to_string(n_graphs) +
+                      " were given with --graph (use a placer name, cp or auto)");
     for (const auto& gi : graphs) {
       auto& q = problems.emplace_back(gi, c, cm);
       if (planner) q.with_transfers(planner);
@@ -503,7 +511,7 @@ void add_train(CLI::App& app) {
                                  o->graphs[k], q.cp_makespan, q.initial_greedy_makespan, q.greedy_makespan,
                                  q.greedy_makespan / q.cp_makespan);
       }
-    if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve));
+    if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve, n_graphs > 1));
     if (!o->svg.empty())
       learner::write_text_file(
           o->svg, n_graphs > 1 ? learner::curve_svg(r.curve, 1.0, 0.0,

@@ -11,9 +11,9 @@
 
 namespace doppler::learner {
 
-std::string curve_csv(const std::vector<train_row>& rows) {
+std::string curve_csv(const std::vector<train_row>& rows, bool graph_column) {
   // Several problems (train on several graphs): a seventh column names the row's problem.
-  const bool several = std::any_of(rows.begin(), rows.end(), [](const train_row& r) { return r.problem > 0; });
+  const bool several = graph_column;
   std::string out = several ? "episode,phase,makespan,best,loss,agreement,graph\n"
                             : "episode,phase,makespan,best,loss,agreement\n";
   for (const auto& r : rows) {

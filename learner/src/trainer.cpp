@@ -108,7 +108,8 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   res.best_makespan = res.initial_greedy_makespan = res.per_problem[0].initial_greedy_makespan;
   // With several problems the curve is in units of each problem's cp makespan (comparable rows).
   auto unit = [&](std::size_t k) { return n_pb > 1 ? res.per_problem[k].cp_makespan : 1.0; };
-  double curve_best = n_pb > 1 ? std::numeric_limits<double>::infinity() : res.best_makespan;
+  double curve_best = std::numeric_limits<double>::infinity();  // the initial greedy placements count
+  for (std::size_t k = 0; k < n_pb; ++k) curve_best = std::min(curve_best, res.per_problem[k].initial_greedy_makespan / unit(k));
 
   int episode_no = 0;
   auto record = [&](const episode& ep, std::size_t k, const char* phase, double loss, double agreement, double ms) {
@@ -260,8 +261,9 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     res.real_final_greedy = opt.measure(pol.place(pb));
     res.real_seconds = seconds_since(t0);
   }
-  for (std::size_t k = 0; k < n_pb; ++k) res.per_problem[k].greedy_makespan = score(*pbs[k], pol.place(*pbs[k]), opt.sim);
   auto greedy = pol.place(pb);
+  res.per_problem[0].greedy_makespan = score(pb, greedy, opt.sim);
+  for (std::size_t k = 1; k < n_pb; ++k) res.per_problem[k].greedy_makespan = score(*pbs[k], pol.place(*pbs[k]), opt.sim);
   res.greedy_makespan = res.per_problem[0].greedy_makespan;
   if (!selected) res.last_greedy_makespan = res.greedy_makespan;
   if (res.greedy_makespan < res.best_makespan) {

@@ -342,6 +342,15 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
                  (t / "h.pt"));
   CHECK(real.code == 2);
   CHECK(real.out.find("--real-episodes") != std::string::npos);
+  auto listed = sh(cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --cluster cpu:2 --phases il,sim,real "
+                   "-o " + (t / "h.pt"));
+  CHECK(listed.code == 2);
+  CHECK(listed.out.find("phase III measures one graph") != std::string::npos);
+  auto file_for_two = sh(cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --cluster cpu:2 --teacher " +
+                         (t / "m.json") + " -o " + (t / "h.pt"));
+  CHECK(file_for_two.code == 2);
+  CHECK(file_for_two.out.find("--teacher") != std::string::npos);
+  CHECK(sh(base + "--teacher-budget 0 -o " + (t / "h.pt")).code == 2);
 }
 
 TEST_CASE("doppler compare --policy: learned rows next to the placers, ratio to the best non-learned one") {

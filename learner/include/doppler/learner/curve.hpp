@@ -11,7 +11,8 @@
 namespace doppler::learner {
 
 /// CSV text of the curve (header line, then one row per episode).
-std::string curve_csv(const std::vector<train_row>& rows);
+/// With `graph_column` (several problems) a seventh column, `graph`: train_row::problem.
+std::string curve_csv(const std::vector<train_row>& rows, bool graph_column = false);
 /// A self-contained SVG plot; reference lines are drawn when > 0.
 std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, double lower_bound,
                       const std::string& title);

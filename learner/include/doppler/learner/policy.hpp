@@ -88,7 +88,7 @@ class problem {
     return *this;
   }
   /// The placement phase I imitates instead of cp's rule (null: cp, the paper's teacher); checked
-  /// against the graph and cluster (errc::bad_argument naming the op). assignment_env states the
+  /// against the graph and cluster (check_placement: a doppler::error naming the op). assignment_env states the
   /// teacher's choices.
   problem& with_teacher(std::shared_ptr<const placement> t) {
     if (t) check_placement(*t, *g_, *c_);

@@ -82,7 +82,7 @@ struct train_options {
 struct train_result {
   std::vector<train_row> curve;
   /// Per problem of a multi-problem train() (one entry with one problem; the fields below that
-  /// are not vectors describe problem 0).
+  /// are not vectors describe problem 0, except the agreements: means over the problems).
   struct problem_result {
     double cp_makespan = 0, initial_greedy_makespan = 0, greedy_makespan = 0;
   };
