@@ -147,7 +147,8 @@ void add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on one or more graphs: imitation of a teacher, RL in the simulator, RL on measurements");
   struct opts {
     std::vector<std::string> graphs;
-    std::string cluster, model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
+    std::vector<std::string> clusters;
+    std::string model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
         ablation = "none", transfers = "direct";
     int real_repeat = 1;
     std::vector<std::string> real_stragglers;
@@ -162,7 +163,10 @@ void add_train(CLI::App& app) {
                   "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file; several (--graph a b, or repeated) "
                   "train one policy on all of them, the update batches taking turns")
       ->required();
-  cmd->add_option("--cluster", o->cluster, "Cluster: a doppler-cluster/1 file or a preset name")->required();
+  cmd->add_option("--cluster", o->clusters,
+                  "Cluster: a doppler-cluster/1 file or a preset name; with several --graph files, one for all "
+                  "or one per graph (in order)")
+      ->required();
   cmd->add_option("--model", o->model, "Simulator model scoring phase II: simple (the paper's) or wc")->capture_default_str();
   cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
   cmd->add_option("--transfers", o->transfers,
@@ -250,7 +254,14 @@ void add_train(CLI::App& app) {
     for (const auto& path : o->graphs) graphs.push_back(load_graph(path));
     const graph& g = graphs.front();
     const std::size_t n_graphs = graphs.size();
-    cluster c = load_cluster_or_preset(o->cluster);
+    if (o->clusters.size() != 1 && o->clusters.size() != n_graphs)
+      throw error(errc::bad_argument, "", "--cluster",
+                  std::to_string(o->clusters.size()) + " clusters for " + std::to_string(n_graphs) +
+                      " graphs: give one for all, or one per graph");
+    std::vector<cluster> clusters;
+    for (const auto& name : o->clusters) clusters.push_back(load_cluster_or_preset(name));
+    auto cluster_of = [&](std::size_t k) -> const cluster& { return clusters[clusters.size() == 1 ? 0 : k]; };
+    const cluster& c = clusters.front();
     cost_model cm = o->costs.empty() ? cost_model() : cost_model::load(o->costs);
     o->t.sim.model = parse_model(o->model);
     if (!o->config.empty()) {
@@ -313,6 +324,8 @@ void add_train(CLI::App& app) {
     if (o->transfers == "planned") {
       if (o->t.sim.model != sim_model::wc)
         throw error(errc::bad_argument, "", "--transfers", "planned transfers need --model wc");
+      if (clusters.size() > 1)  // one planner scores every problem (train_options::sim)
+        throw error(errc::bad_argument, "", "--transfers", "planned transfers need one cluster for all graphs");
       planner = std::make_shared<comm::multicast_planner>(std::make_shared<const cluster>(c));
       o->t.sim.transfers = planner;
     } else if (o->transfers != "direct") {
@@ -328,11 +341,12 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--teacher",
                   "a placement file places one graph; " + std::to_string(n_graphs) +
                       " were given with --graph (use a placer name, cp or auto)");
-    for (const auto& gi : graphs) {
-      auto& q = problems.emplace_back(gi, c, cm);
+    for (std::size_t k = 0; k < n_graphs; ++k) {
+      const graph& gi = graphs[k];
+      auto& q = problems.emplace_back(gi, cluster_of(k), cm);
       if (planner) q.with_transfers(planner);
       std::string chosen;
-      auto teacher = resolve_teacher(o->teacher, o->teacher_budget, gi, c, cm, o->t, chosen);
+      auto teacher = resolve_teacher(o->teacher, o->teacher_budget, gi, cluster_of(k), cm, o->t, chosen);
       if (teacher) q.with_teacher(teacher);
       // Per graph: what `auto` chose, and a placement teacher's simulated makespan.
       std::string part = chosen == o->teacher ? "" : chosen;
@@ -354,7 +368,8 @@ void add_train(CLI::App& app) {
         "  phase I {} episodes (teacher {}, lr {}, eps {}->{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
         o->graphs.front(), g.size(), g.edge_count(),
         n_graphs > 1 ? fmt::format(" and {} more (the curve in units of each graph's cp)", n_graphs - 1) : std::string(),
-        c.name(), c.device_count(), o->model,
+        c.name() + (clusters.size() > 1 ? fmt::format(" and {} more", clusters.size() - 1) : std::string()),
+        c.device_count(), o->model,
         learner::policy_kind_name(po.kind),
         po.ablation == learner::policy_ablation::none ? "" : " (" + learner::policy_ablation_name(po.ablation) + ")",
         po.hidden, po.steps, po.proj,
@@ -507,15 +522,15 @@ void add_train(CLI::App& app) {
     if (n_graphs > 1)
       for (std::size_t k = 0; k < n_graphs; ++k) {
         const auto& q = r.per_problem[k];
-        std::cout << fmt::format("graph {} ({}): cp {:.6g} s, initial greedy {:.6g} s, greedy {:.6g} s ({:.3f}x cp)\n", k,
-                                 o->graphs[k], q.cp_makespan, q.initial_greedy_makespan, q.greedy_makespan,
+        std::cout << fmt::format("graph {} ({} on {}): cp {:.6g} s, initial greedy {:.6g} s, greedy {:.6g} s ({:.3f}x cp)\n", k,
+                                 o->graphs[k], cluster_of(k).name(), q.cp_makespan, q.initial_greedy_makespan, q.greedy_makespan,
                                  q.greedy_makespan / q.cp_makespan);
       }
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve, n_graphs > 1));
     if (!o->svg.empty())
       learner::write_text_file(
           o->svg, n_graphs > 1 ? learner::curve_svg(r.curve, 1.0, 0.0,
-                                                    fmt::format("doppler train: {} graphs on {} (makespan / cp)", n_graphs, c.name()))
+                                                    fmt::format("doppler train: {} graphs on {} (makespan / cp)", n_graphs, clusters.size() > 1 ? fmt::format("{} clusters", clusters.size()) : c.name()))
                                : learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound,
                                                     "doppler train: " + g.name() + " on " + c.name()));
     if (!o->best.empty()) save_placement(r.best, g, c, o->best);

@@ -351,6 +351,20 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   CHECK(file_for_two.code == 2);
   CHECK(file_for_two.out.find("--teacher") != std::string::npos);
   CHECK(sh(base + "--teacher-budget 0 -o " + (t / "h.pt")).code == 2);
+  // A cluster per graph: one policy for 2 and 4 devices.
+  const std::string two = cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --model wc --hidden 16 --steps 2 "
+                          "--il-episodes 4 --rl-episodes 4 --batch 2 -o " + (t / "k.pt") + " --cluster ";
+  auto per_graph = sh(two + "cpu:2 cpu:4");
+  CAPTURE(per_graph.out);
+  REQUIRE(per_graph.code == 0);
+  CHECK(per_graph.out.find("g.json on cpu:2)") != std::string::npos);
+  CHECK(per_graph.out.find("g2.json on cpu:4)") != std::string::npos);
+  auto three = sh(two + "cpu:2 cpu:4 cpu:8");
+  CHECK(three.code == 2);
+  CHECK(three.out.find("--cluster") != std::string::npos);
+  auto planned = sh(two + "cpu:2 cpu:4 --transfers planned");
+  CHECK(planned.code == 2);
+  CHECK(planned.out.find("--transfers") != std::string::npos);
 }
 
 TEST_CASE("doppler compare --policy: learned rows next to the placers, ratio to the best non-learned one") {
