@@ -64,6 +64,13 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
   };
 }
 
+/// Whether `--teacher` names a placement file: not cp, auto or a placer name (a placer name wins
+/// over a file of that name).
+bool teacher_is_file(const std::string& name) {
+  const auto names = placer_names();
+  return name != "cp" && name != "auto" && std::find(names.begin(), names.end(), name) == names.end();
+}
+
 /// Phase I's teacher from `--teacher`: null for cp (the environment's own rule, with its tie sets),
 /// else a placer's placement (seeded like the training) or a placement file. `auto`: cp, or `single`
 /// where that simulates faster (graphs too small to spread: their transfers cost more than the
@@ -88,14 +95,11 @@ std::shared_ptr<const placement> resolve_teacher(const std::string& name, int bu
     chosen = "single";
     return std::make_shared<const placement>(std::move(single));
   }
-  // A placer name wins over a file of that name, unless it looks like a path.
-  const auto names = placer_names();
-  const bool is_placer = std::find(names.begin(), names.end(), name) != names.end();
-  if (!is_placer && (name.ends_with(".json") || name.find('/') != std::string::npos || std::filesystem::exists(name)))
-    return std::make_shared<const placement>(load_placement(name, g, c));
-  if (!is_placer) {
+  if (teacher_is_file(name)) {
+    if (name.ends_with(".json") || name.find('/') != std::string::npos || std::filesystem::exists(name))
+      return std::make_shared<const placement>(load_placement(name, g, c));
     std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    for (const auto& n : placer_names()) list += (list.empty() ? "" : ", ") + n;
     throw error(errc::unknown_kind, "", "--teacher", "'" + name + "' is neither a placer (" + list + ") nor a placement file");
   }
   auto pl = make_placer(name);
@@ -335,9 +339,7 @@ void add_train(CLI::App& app) {
     problems.reserve(n_graphs);
     std::string teacher_desc;
     std::vector<std::string> parts;
-    const auto placers = placer_names();
-    if (n_graphs > 1 && o->teacher != "auto" && o->teacher != "cp" &&
-        std::find(placers.begin(), placers.end(), o->teacher) == placers.end())
+    if (n_graphs > 1 && teacher_is_file(o->teacher))
       throw error(errc::bad_argument, "", "--teacher",
                   "a placement file places one graph; " + std::to_string(n_graphs) +
                       " were given with --graph (use a placer name, cp or auto)");
@@ -527,12 +529,13 @@ void add_train(CLI::App& app) {
                                  q.greedy_makespan / q.cp_makespan);
       }
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve, n_graphs > 1));
-    if (!o->svg.empty())
-      learner::write_text_file(
-          o->svg, n_graphs > 1 ? learner::curve_svg(r.curve, 1.0, 0.0,
-                                                    fmt::format("doppler train: {} graphs on {} (makespan / cp)", n_graphs, clusters.size() > 1 ? fmt::format("{} clusters", clusters.size()) : c.name()))
-                               : learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound,
-                                                    "doppler train: " + g.name() + " on " + c.name()));
+    if (!o->svg.empty()) {
+      const std::string on = clusters.size() > 1 ? fmt::format("{} clusters", clusters.size()) : c.name();
+      const auto svg = n_graphs > 1
+                           ? learner::curve_svg(r.curve, 1.0, 0.0, fmt::format("doppler train: {} graphs on {} (makespan / cp)", n_graphs, on))
+                           : learner::curve_svg(r.curve, r.cp_makespan, r.lower_bound, "doppler train: " + g.name() + " on " + on);
+      learner::write_text_file(o->svg, svg);
+    }
     if (!o->best.empty()) save_placement(r.best, g, c, o->best);
   });
 }

@@ -13,13 +13,12 @@ namespace doppler::learner {
 
 std::string curve_csv(const std::vector<train_row>& rows, bool graph_column) {
   // Several problems (train on several graphs): a seventh column names the row's problem.
-  const bool several = graph_column;
-  std::string out = several ? "episode,phase,makespan,best,loss,agreement,graph\n"
+  std::string out = graph_column ? "episode,phase,makespan,best,loss,agreement,graph\n"
                             : "episode,phase,makespan,best,loss,agreement\n";
   for (const auto& r : rows) {
     out += fmt::format("{},{},{:.9g},{:.9g},{:.6g},{}", r.episode, r.phase, r.makespan, r.best, r.loss,
                        r.agreement >= 0 ? fmt::format("{:.4f}", r.agreement) : std::string());
-    out += several ? fmt::format(",{}\n", r.problem) : std::string("\n");
+    out += graph_column ? fmt::format(",{}\n", r.problem) : std::string("\n");
   }
   return out;
 }

@@ -30,7 +30,14 @@ assignment_env::assignment_env(const graph& g, const cluster& c, const cost_mode
   const std::size_t n = g.size(), n_dev = c.device_count();
   if (f.ops != n) throw error(errc::bad_argument, "learner: features were computed for another graph");
   if (teacher) {
-    check_placement(*teacher, g, c);  // every op on a device of c; the order a topological permutation
+    // The bounds this class indexes by (problem::with_teacher runs the full check_placement once).
+    if (teacher->device.size() != n || (!teacher->order.empty() && teacher->order.size() != n))
+      throw error(errc::bad_argument, "learner: the teacher placement places " + std::to_string(teacher->device.size()) +
+                                          " ops; the graph has " + std::to_string(n));
+    for (device_index d : teacher->device)
+      if (d >= n_dev) throw error(errc::bad_argument, "learner: the teacher placement uses device " + std::to_string(d));
+    for (op_index v : teacher->order)
+      if (v >= n) throw error(errc::bad_argument, "learner: the teacher placement's order names op " + std::to_string(v));
     image_.assign(n_dev, -1);
     preimage_.assign(n_dev, -1);
     if (!teacher->order.empty()) {

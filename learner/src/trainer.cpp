@@ -98,13 +98,14 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   res.per_problem.resize(n_pb);
   for (std::size_t k = 0; k < n_pb; ++k) {
     const problem& q = *pbs[k];
+    placement initial = pol.place(q);
     res.per_problem[k].cp_makespan =
         score(q, cp_place(q.g(), q.c(), q.cm(), 0, nullptr, q.respect_memory()), opt.sim);
-    res.per_problem[k].initial_greedy_makespan = score(q, pol.place(q), opt.sim);
+    res.per_problem[k].initial_greedy_makespan = score(q, initial, opt.sim);
+    if (k == 0) res.best = std::move(initial);
   }
   res.cp_makespan = res.per_problem[0].cp_makespan;
   res.lower_bound = makespan_lower_bound(pb.g(), pb.c(), pb.cm(), opt.sim);
-  res.best = pol.place(pb);
   res.best_makespan = res.initial_greedy_makespan = res.per_problem[0].initial_greedy_makespan;
   // With several problems the curve is in units of each problem's cp makespan (comparable rows).
   auto unit = [&](std::size_t k) { return n_pb > 1 ? res.per_problem[k].cp_makespan : 1.0; };
@@ -215,15 +216,14 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
         for (int j = 0; j < opt.self_imitation && !self_ep[k].empty(); ++j) pol.imitation_update(q, self_ep[k]);
       }
       done += b;
-      if (on_update) on_update(++updates);
-      else ++updates;
+      ++updates;
+      if (on_update) on_update(updates);
     }
   };
   t0 = std::chrono::steady_clock::now();
   // Model selection: the greedy placement of the parameters so far, every eval_every updates; with
   // several problems, the mean of the greedy makespans over their cp makespans.
-  auto greedy_score = [&] {
-    if (n_pb == 1) return score(pb, pol.place(pb), opt.sim);
+  auto greedy_score = [&] {  // with one problem: its greedy makespan (unit 1)
     double sum = 0;
     for (std::size_t k = 0; k < n_pb; ++k) sum += score(*pbs[k], pol.place(*pbs[k]), opt.sim) / unit(k);
     return sum / static_cast<double>(n_pb);

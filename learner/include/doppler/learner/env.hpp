@@ -42,7 +42,7 @@ class assignment_env {
   /// With `transfers` (planned transfers: `sim_options::transfers`), a predecessor's output reaches a
   /// device when the planner's plan for it would deliver it there (the estimate of cp/heft's
   /// planned-aware EST, docs/placers.md), not after the per-edge transfer time. With `teacher` (a
-  /// placement of g on c, checked here by check_placement: an error naming the op; it must outlive the
+  /// placement of g on c — problem::with_teacher runs check_placement; here only its sizes and indices are checked; it must outlive the
   /// environment) the teacher is that placement, not cp:
   /// its ops are the ready ops next on their teacher device in the placement's order (every op
   /// before them on that device assigned: any of them keeps each device's order; when none is, the
