@@ -75,12 +75,18 @@ bool teacher_is_file(const std::string& name) {
 /// else a placer's placement (seeded like the training) or a placement file. `auto`: cp, or `single`
 /// where that simulates faster (graphs too small to spread: their transfers cost more than the
 /// parallelism gains) — the two rules the policy imitates fully (docs/learner.md, "Teachers").
+/// With a hinted policy (`hint`: its hint placement, `hint_name` its placer), `auto` is the hint.
 /// `chosen` receives the teacher's name.
 std::shared_ptr<const placement> resolve_teacher(const std::string& name, int budget, const graph& g, const cluster& c,
                                                  const cost_model& cm, const learner::train_options& t,
+                                                 const placement* hint, const std::string& hint_name,
                                                  std::string& chosen) {
   chosen = name;
   if (name == "cp") return nullptr;
+  if (name == "auto" && hint) {
+    chosen = hint_name;
+    return std::make_shared<const placement>(*hint);
+  }
   if (name == "auto") {
     chosen = "cp";
     placement single;
@@ -190,6 +196,12 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--teacher-budget", o->teacher_budget, "search as the teacher: simulator evaluations")
       ->capture_default_str();
+  cmd->add_option("--hint", o->p.hint,
+                  "A placer (metis, search, heft, ...) whose placement of each graph PLC sees as two extra device "
+                  "features (where v's group of that placement is, and which device it went to); the checkpoint keeps "
+                  "it, so placing a new graph computes its own. With --teacher auto, phase I imitates it");
+  cmd->add_option("--hint-budget", o->p.hint_budget, "search as the hint: simulator evaluations")
+      ->capture_default_str();
   cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->capture_default_str();
   cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->capture_default_str();
   cmd->add_option("--real-episodes", o->t.real_episodes,
@@ -298,6 +310,8 @@ void add_train(CLI::App& app) {
       if (given("--seed")) t.seed = o->t.seed;
       if (given("--hidden")) p.hidden = o->p.hidden;
       if (given("--steps")) p.steps = o->p.steps;
+      if (given("--hint")) p.hint = o->p.hint;
+      if (given("--hint-budget")) p.hint_budget = o->p.hint_budget;
       if (!given("--policy-kind")) o->kind = learner::policy_kind_name(p.kind);
       if (!given("--ablation")) o->ablation = learner::policy_ablation_name(p.ablation);
       o->t = t;
@@ -314,6 +328,7 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o->algorithm + "' (reinforce, ppo)");
     o->t.ppo = o->algorithm == "ppo";
     o->p.seed = o->t.seed;
+    o->p.hint_model = o->t.sim.model;
     o->p.kind = learner::parse_policy_kind(o->kind);
     o->p.ablation = learner::parse_policy_ablation(o->ablation);
     if (o->p.ablation != learner::policy_ablation::none && o->p.kind != learner::policy_kind::dual)
@@ -324,6 +339,11 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--ablation",
                   "the checkpoint given with --init has ablation " +
                       learner::policy_ablation_name(pol.options().ablation));
+    if (!o->init.empty() && (cmd->count("--hint") > 0 || cmd->count("--hint-budget") > 0) &&
+        (pol.options().hint != o->p.hint || pol.options().hint_budget != o->p.hint_budget))
+      throw error(errc::bad_argument, "", "--hint",
+                  "the checkpoint given with --init reads the hint '" + pol.options().hint + "' (budget " +
+                      std::to_string(pol.options().hint_budget) + "); its network is sized for it");
     std::shared_ptr<comm::multicast_planner> planner;
     if (o->transfers == "planned") {
       if (o->t.sim.model != sim_model::wc)
@@ -348,7 +368,8 @@ void add_train(CLI::App& app) {
       auto& q = problems.emplace_back(gi, cluster_of(k), cm);
       if (planner) q.with_transfers(planner);
       std::string chosen;
-      auto teacher = resolve_teacher(o->teacher, o->teacher_budget, gi, cluster_of(k), cm, o->t, chosen);
+      auto teacher = resolve_teacher(o->teacher, o->teacher_budget, gi, cluster_of(k), cm, o->t, pol.hint_for(q),
+                                     pol.options().hint, chosen);
       if (teacher) q.with_teacher(teacher);
       // Per graph: what `auto` chose, and a placement teacher's simulated makespan.
       std::string part = chosen == o->teacher ? "" : chosen;
@@ -366,7 +387,7 @@ void add_train(CLI::App& app) {
     const auto& po = pol.options();
     std::cerr << fmt::format(
         "train: graph {} ({} ops, {} edges){}, cluster {} ({} devices), model {}\n"
-        "  policy: {}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
+        "  policy: {}{}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
         "  phase I {} episodes (teacher {}, lr {}, eps {}->{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
         o->graphs.front(), g.size(), g.edge_count(),
         n_graphs > 1 ? fmt::format(" and {} more (the curve in units of each graph's cp)", n_graphs - 1) : std::string(),
@@ -374,6 +395,10 @@ void add_train(CLI::App& app) {
         c.device_count(), o->model,
         learner::policy_kind_name(po.kind),
         po.ablation == learner::policy_ablation::none ? "" : " (" + learner::policy_ablation_name(po.ablation) + ")",
+        po.hint.empty() ? std::string()
+                        : fmt::format(", hint {}{} (simulated {:.6g} s)", po.hint,
+                                      po.hint == "search" ? fmt::format(", budget {}", po.hint_budget) : std::string(),
+                                      learner::score(pb, *pol.hint_for(pb), o->t.sim)),
         po.hidden, po.steps, po.proj,
         po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes,

@@ -1,5 +1,8 @@
 // The curriculum file (curriculum.hpp).
 #include <doppler/learner/curriculum.hpp>
+#include <doppler/runtime/placer.hpp>
+
+#include <algorithm>
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
@@ -123,7 +126,15 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   }
   if (j.contains("policy")) {
     const auto& s = j["policy"];
-    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind", "ablation"});
+    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind", "ablation", "hint", "hint_budget"});
+    if (s.contains("hint")) {
+      if (!s["hint"].is_string()) r.fail(errc::bad_type, "policy.hint", "expected a placer name (or \"\" for none)");
+      p.hint = s["hint"].get<std::string>();
+      const auto names = placer_names();
+      if (!p.hint.empty() && std::find(names.begin(), names.end(), p.hint) == names.end())
+        r.fail(errc::bad_value, "policy.hint", "unknown placer '" + p.hint + "'");
+    }
+    r.integer(s, "policy", "hint_budget", p.hint_budget, 1);
     if (s.contains("kind")) {
       if (!s["kind"].is_string() || (s["kind"] != "dual" && s["kind"] != "joint" && s["kind"] != "placeto" &&
                                      s["kind"] != "gdp"))

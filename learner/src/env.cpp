@@ -24,22 +24,31 @@ assignment_env::~assignment_env() = default;
 
 assignment_env::assignment_env(const graph& g, const cluster& c, const cost_model& cm,
                                const graph_features& f, bool respect_memory, transfer_planner* transfers,
-                               const placement* teacher)
-    : g_(g), c_(c), cm_(cm), f_(f), respect_memory_(respect_memory), teacher_(teacher) {
+                               const placement* teacher, const placement* hint)
+    : g_(g), c_(c), cm_(cm), f_(f), respect_memory_(respect_memory), teacher_(teacher), hint_(hint) {
   if (transfers) arrivals_ = std::make_unique<detail::arrival_estimator>(g, c, transfers);
   const std::size_t n = g.size(), n_dev = c.device_count();
   if (f.ops != n) throw error(errc::bad_argument, "learner: features were computed for another graph");
+  // The bounds this class indexes by (problem::with_teacher / with_hint run check_placement once).
+  auto check = [&](const placement& p, const char* what) {
+    if (p.device.size() != n || (!p.order.empty() && p.order.size() != n))
+      throw error(errc::bad_argument, std::string("learner: the ") + what + " placement places " +
+                                          std::to_string(p.device.size()) + " ops; the graph has " + std::to_string(n));
+    for (device_index d : p.device)
+      if (d >= n_dev) throw error(errc::bad_argument, std::string("learner: the ") + what + " placement uses device " + std::to_string(d));
+    for (op_index v : p.order)
+      if (v >= n) throw error(errc::bad_argument, std::string("learner: the ") + what + " placement's order names op " + std::to_string(v));
+  };
+  if (hint) {
+    check(*hint, "hint");
+    hint_match_.image.assign(n_dev, -1);
+    hint_match_.preimage.assign(n_dev, -1);
+    hint_work_.assign(n_dev * n_dev, 0.0);
+  }
   if (teacher) {
-    // The bounds this class indexes by (problem::with_teacher runs the full check_placement once).
-    if (teacher->device.size() != n || (!teacher->order.empty() && teacher->order.size() != n))
-      throw error(errc::bad_argument, "learner: the teacher placement places " + std::to_string(teacher->device.size()) +
-                                          " ops; the graph has " + std::to_string(n));
-    for (device_index d : teacher->device)
-      if (d >= n_dev) throw error(errc::bad_argument, "learner: the teacher placement uses device " + std::to_string(d));
-    for (op_index v : teacher->order)
-      if (v >= n) throw error(errc::bad_argument, "learner: the teacher placement's order names op " + std::to_string(v));
-    image_.assign(n_dev, -1);
-    preimage_.assign(n_dev, -1);
+    check(*teacher, "teacher");
+    teacher_match_.image.assign(n_dev, -1);
+    teacher_match_.preimage.assign(n_dev, -1);
     if (!teacher->order.empty()) {
       teacher_rank_.resize(n);
       teacher_queue_.resize(n_dev);
@@ -123,6 +132,16 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
       if (fits_[k] && est_[k] < est_[d] && !same(est_[k], est_[d])) ++smaller;
     o[static_cast<int>(device_feature::est_rank)] =
         fits_[d] && n_valid ? static_cast<float>(smaller) / static_cast<float>(n_valid) : 0.0f;
+    float same_work = 0, matched = 0;
+    if (hint_) {
+      const device_index t = hint_->device[v];
+      same_work = static_cast<float>(hint_work_[t * n_dev + d] * s);
+      const int img = hint_match_.image[t];
+      matched = img == static_cast<int>(d) ? 1.0f
+              : img < 0 && hint_match_.preimage[d] < 0 && interchangeable(t, d) ? 0.5f : 0.0f;
+    }
+    o[static_cast<int>(device_feature::hint_same)] = same_work;
+    o[static_cast<int>(device_feature::hint_match)] = matched;
     valid[d] = fits_[d];
   }
   return n_valid;
@@ -151,11 +170,12 @@ void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out)
   if (est_op_ != v) throw error(errc::internal, "learner: teacher_devices before device_features");
   if (teacher_) {
     const device_index t = teacher_->device[v];
-    if (image_[t] >= 0) {
-      if (fits_[image_[t]]) out.push_back(static_cast<device_index>(image_[t]));
+    const auto& m = teacher_match_;
+    if (m.image[t] >= 0) {
+      if (fits_[m.image[t]]) out.push_back(static_cast<device_index>(m.image[t]));
     } else {
       for (device_index d = 0; d < est_.size(); ++d)
-        if (fits_[d] && preimage_[d] < 0 && interchangeable(t, d)) out.push_back(d);
+        if (fits_[d] && m.preimage[d] < 0 && interchangeable(t, d)) out.push_back(d);
     }
     if (!out.empty()) return;
   }
@@ -168,6 +188,13 @@ void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out)
 
 bool assignment_env::interchangeable(device_index a, device_index b) const {
   return c_[a].kind == c_[b].kind && c_[a].flops == c_[b].flops && c_[a].memory == c_[b].memory;
+}
+
+void assignment_env::match(matching& m, device_index t, device_index d) const {
+  if (m.image[t] < 0 && m.preimage[d] < 0 && interchangeable(t, d)) {
+    m.image[t] = static_cast<int>(d);
+    m.preimage[d] = static_cast<int>(t);
+  }
 }
 
 void assignment_env::assign(op_index v, device_index d) {
@@ -189,10 +216,12 @@ void assignment_env::assign(op_index v, device_index d) {
       auto& q = teacher_queue_[t];
       while (teacher_next_[t] < q.size() && assigned_[q[teacher_next_[t]]]) ++teacher_next_[t];
     }
-    if (image_[t] < 0 && preimage_[d] < 0 && interchangeable(t, d)) {
-      image_[t] = static_cast<int>(d);
-      preimage_[d] = static_cast<int>(t);
-    }
+    match(teacher_match_, t, d);
+  }
+  if (hint_) {
+    const device_index t = hint_->device[v];
+    match(hint_match_, t, d);
+    hint_work_[t * c_.device_count() + d] += f_.node_cost[v];
   }
   if (arrivals_)
     for (op_index u : g_.preds(v))

@@ -173,7 +173,7 @@ net_impl::net_impl(const policy_options& o) : opt(o) {
     sel1 = register_module("sel1", torch::nn::Linear(p + 3 * h, m));
     sel2 = register_module("sel2", torch::nn::Linear(m, 1));
   }
-  plc_dev = register_module("plc_dev", torch::nn::Linear(device_feature_count, p));
+  plc_dev = register_module("plc_dev", torch::nn::Linear(o.device_inputs(), p));
   plc_op = register_module("plc_op", torch::nn::Linear(node_feature_count, p));
   plc_w_dev = register_module("plc_w_dev", torch::nn::Linear(torch::nn::LinearOptions(p, m).bias(false)));
   plc_w_op = register_module("plc_w_op", torch::nn::Linear(p + h, m));
@@ -184,6 +184,12 @@ net_impl::net_impl(const policy_options& o) : opt(o) {
   torch::NoGradGuard ng;
   edge2->weight.mul_(1.0 / std::sqrt(static_cast<double>(h)));
   edge2->bias.mul_(1.0 / std::sqrt(static_cast<double>(h)));
+}
+
+torch::Tensor net_impl::read_columns(const torch::Tensor& feat) const {
+  const int nin = opt.device_inputs();
+  if (nin == device_feature_count) return feat;
+  return feat.slice(2, 0, nin).contiguous();  // the same values, in the layout of the full width
 }
 
 torch::Tensor net_impl::path_sum(const torch::Tensor& hs, const std::vector<torch::Tensor>& jump, float scale) {
@@ -239,7 +245,7 @@ encoded net_impl::encode(const graph_tensors& gt, std::size_t n_ops) {
 
 torch::Tensor net_impl::plc_logits(const encoded& e, const episode_tensors& et) {
   const auto t = et.ops.size(0), d = et.dev_valid.size(1);
-  auto dev_term = plc_w_dev(torch::relu(plc_dev(et.dev_feat)));  // [T, D, m]
+  auto dev_term = plc_w_dev(torch::relu(plc_dev(read_columns(et.dev_feat))));  // [T, D, m]
   auto op_term = e.op_part.index_select(0, et.ops).unsqueeze(1);   // [T, 1, m]
   // Σ over ops already on d before step t: exclusive cumulative sum of the chosen contributions.
   auto onehot = torch::one_hot(et.devs, d).to(torch::kFloat).unsqueeze(2);       // [T, D, 1]
@@ -252,7 +258,7 @@ torch::Tensor net_impl::plc_logits(const encoded& e, const episode_tensors& et) 
 std::pair<torch::Tensor, torch::Tensor> net_impl::joint_log_probs(const encoded& e, const episode_tensors& et,
                                                                   double tau) {
   const auto t = et.ops.size(0), d = et.dev_valid.size(1), r = et.pad_idx.size(1);
-  auto dev_term = plc_w_dev(torch::relu(plc_dev(et.pair_feat)));             // [K, D, m]
+  auto dev_term = plc_w_dev(torch::relu(plc_dev(read_columns(et.pair_feat))));  // [K, D, m]
   auto op_term = e.op_part.index_select(0, et.pair_op).unsqueeze(1);         // [K, 1, m]
   auto onehot = torch::one_hot(et.devs, d).to(torch::kFloat).unsqueeze(2);   // [T, D, 1]
   auto contrib = onehot * e.sum_part.index_select(0, et.ops).unsqueeze(1);   // [T, D, m]

@@ -125,6 +125,8 @@ struct net_impl : torch::nn::Module {
   encoded encode(const graph_tensors& gt, std::size_t n_ops);
   /// PLC logits [T, D] for the steps of an episode.
   torch::Tensor plc_logits(const encoded& e, const episode_tensors& et);
+  /// The device-feature columns the network reads ([.., .., device_feature_count] → [.., .., device_inputs]).
+  torch::Tensor read_columns(const torch::Tensor& feat) const;
   /// joint: log π over the padded pairs [T, R·D] (0 where masked) and the entropy per step [T].
   std::pair<torch::Tensor, torch::Tensor> joint_log_probs(const encoded& e, const episode_tensors& et, double tau);
   /// SEL and PLC terms of an episode at temperature `tau` (joint: the pair terms in sel_*, zeros

@@ -3,6 +3,7 @@
 #include "policy_impl.hpp"
 
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/placer.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -56,6 +57,35 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
   if (opt.ablation != policy_ablation::none && opt.kind != policy_kind::dual)
     throw error(errc::bad_argument, "learner: ablation " + policy_ablation_name(opt.ablation) +
                                         " needs policy kind dual, not " + policy_kind_name(opt.kind));
+  if (!opt.hint.empty()) {
+    if (is_baseline(opt.kind))
+      throw error(errc::bad_argument, "learner: a hint placement feeds PLC's device features; policy kind " +
+                                          policy_kind_name(opt.kind) + " has none (dual or joint)");
+    const auto names = placer_names();
+    if (std::find(names.begin(), names.end(), opt.hint) == names.end()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw error(errc::unknown_kind, "learner: unknown hint placer '" + opt.hint + "' (" + list + ")");
+    }
+    if (opt.hint_budget < 1) throw error(errc::bad_argument, "learner: the hint budget must be >= 1");
+  }
+}
+
+const placement* policy::hint_for(const problem& pb) {
+  if (pb.hint()) return pb.hint();
+  const auto& o = impl_->opt;
+  if (o.hint.empty()) return nullptr;
+  auto it = impl_->hints.find(pb.key());
+  if (it == impl_->hints.end()) {
+    if (impl_->hints.size() > 16) impl_->hints.clear();
+    placer_options po;
+    po.seed = 0;
+    po.budget = o.hint_budget;
+    po.sim.model = o.hint_model;
+    po.respect_memory = pb.respect_memory();
+    it = impl_->hints.emplace(pb.key(), make_placer(o.hint)->place(pb.g(), pb.c(), pb.cm(), po)).first;
+  }
+  return &it->second;
 }
 policy::~policy() = default;
 policy::policy(policy&&) noexcept = default;
@@ -112,12 +142,12 @@ std::pair<std::size_t, double> choose(std::span<const double> z, const rollout_o
 namespace {
 
 /// PLC's logit for one (op, device) from the cached terms and the device's dynamic features.
+/// `nin` = the columns the network reads (policy_options::device_inputs).
 double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float* feat, const std::vector<float>& dev_sum,
-                 std::vector<float>& proj, int p, int m) {
-  constexpr int nf = device_feature_count;
+                 std::vector<float>& proj, int p, int m, int nin) {
   for (int i = 0; i < p; ++i) {
     float s = c.dev_b[i];
-    for (int k = 0; k < nf; ++k) s += c.dev_w[i * nf + k] * feat[k];
+    for (int k = 0; k < nin; ++k) s += c.dev_w[i * nin + k] * feat[k];
     proj[i] = std::max(s, 0.0f);
   }
   double logit = c.out_b;
@@ -131,7 +161,7 @@ double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float*
 
 /// One step of the single-policy ablation: PLC's network scores every (ready op, valid device) pair,
 /// one softmax over all of them picks both.
-void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, int p, int m,
+void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, int p, int m, int nin,
                 std::span<const op_index> ready, std::vector<float>& dev_sum, const rollout_options& o,
                 std::mt19937_64& rng, episode& ep, std::vector<op_index>& t_ops, std::vector<device_index>& t_devs) {
   const std::size_t t = env.steps();
@@ -147,7 +177,7 @@ void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, 
     std::span<std::uint8_t> valid(&ep.pair_valid[(k0 + i) * n_dev], n_dev);
     env.device_features(ready[i], feat, valid);
     for (std::size_t d = 0; d < n_dev; ++d)
-      if (valid[d]) z[i * n_dev + d] = plc_logit(c, ready[i], d, &feat[d * nf], dev_sum, proj, p, m) / tau;
+      if (valid[d]) z[i * n_dev + d] = plc_logit(c, ready[i], d, &feat[d * nf], dev_sum, proj, p, m, nin) / tau;
   }
   if (std::none_of(z.begin(), z.end(), [](double x) { return std::isfinite(x); }))
     env.assign(ready[0], 0);  // throws errc::infeasible naming the op
@@ -195,8 +225,9 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   const auto& c = impl_->cached(pb);
   const auto& g = pb.g();
   const std::size_t n_dev = pb.c().device_count();
-  const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp;
-  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher());
+  const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp, nin = impl_->opt.device_inputs();
+  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher(),
+                     hint_for(pb));
   std::mt19937_64 rng(o.seed);
   const double tau = o.temperature;
 
@@ -222,7 +253,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     ep.ready.insert(ep.ready.end(), ready.begin(), ready.end());
     ep.ready_off.push_back(static_cast<std::uint32_t>(ep.ready.size()));
     if (joint) {
-      joint_step(env, c, n_dev, p, m, ready, dev_sum, o, rng, ep, t_ops, t_devs);
+      joint_step(env, c, n_dev, p, m, nin, ready, dev_sum, o, rng, ep, t_ops, t_devs);
       continue;
     }
     // SEL: static logits over the ready set (plc-only: the teacher's op, cp's order).
@@ -249,7 +280,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
         z[d] = -INFINITY;
         continue;
       }
-      const double logit = plc_logit(c, v, d, &feat[d * nf], dev_sum, proj, p, m);
+      const double logit = plc_logit(c, v, d, &feat[d * nf], dev_sum, proj, p, m, nin);
       z[d] = logit / tau;
     }
     if (std::none_of(valid.begin(), valid.end(), [](std::uint8_t x) { return x != 0; }))

@@ -156,6 +156,7 @@ struct policy::impl {
   std::uint64_t version = 1;
   std::unordered_map<std::uint64_t, detail::graph_tensors> graphs;
   std::unordered_map<std::uint64_t, rollout_cache> caches;
+  std::unordered_map<std::uint64_t, placement> hints;  // policy_options::hint's placement per problem
 };
 
 }  // namespace doppler::learner

@@ -167,7 +167,13 @@ void policy::save(const std::string& path) const {
     ar.write("options", torch::tensor({std::int64_t{o.hidden}, std::int64_t{o.steps},
                                        std::int64_t{o.proj}, std::int64_t{o.mlp},
                                        std::int64_t{static_cast<int>(o.kind)},
-                                       std::int64_t{static_cast<int>(o.ablation)}}));
+                                       std::int64_t{static_cast<int>(o.ablation)},
+                                       std::int64_t{o.hint_budget},
+                                       std::int64_t{static_cast<int>(o.hint_model)}}));
+    if (!o.hint.empty()) {  // the hint placer's name, as bytes
+      std::vector<std::int64_t> bytes(o.hint.begin(), o.hint.end());
+      ar.write("hint", torch::tensor(bytes));
+    }
     impl_->model->save(net_ar);
     impl_->adam->save(adam_ar);
     ar.write("net", net_ar);
@@ -205,6 +211,19 @@ policy policy::load(const std::string& path) {
       if (a[5] < 0 || a[5] > static_cast<std::int64_t>(policy_ablation::plc_only))
         throw error(errc::bad_value, path, "", "unknown ablation " + std::to_string(a[5]));
       o.ablation = static_cast<policy_ablation>(a[5]);
+    }
+    torch::Tensor hint;
+    if (ar.try_read("hint", hint)) {  // absent: no hint
+      auto h = hint.accessor<std::int64_t, 1>();
+      for (std::int64_t i = 0; i < hint.numel(); ++i) {
+        if (h[i] <= 0 || h[i] > 127) throw error(errc::bad_value, path, "", "the hint placer's name is not ASCII");
+        o.hint.push_back(static_cast<char>(h[i]));
+      }
+      if (opts.numel() < 8) throw error(errc::bad_value, path, "", "a hint without its budget and model");
+      o.hint_budget = static_cast<int>(a[6]);
+      if (a[7] != static_cast<int>(sim_model::simple) && a[7] != static_cast<int>(sim_model::wc))
+        throw error(errc::bad_value, path, "", "unknown hint model " + std::to_string(a[7]));
+      o.hint_model = static_cast<sim_model>(a[7]);
     }
     policy pol(o);
     ar.read("net", net_ar);

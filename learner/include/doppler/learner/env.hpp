@@ -22,8 +22,9 @@ class arrival_estimator;  // runtime/src/placer_arrivals.hpp
 namespace doppler::learner {
 
 /// Columns of PLC's device features for op v on device d, in order (times divided by the graph's
-/// critical-path length `graph_features::time_scale`; the last two are additions to the paper's
-/// list that make cp's rule scale-free to learn):
+/// critical-path length `graph_features::time_scale`; est_gap and est_rank are additions to the
+/// paper's list that make cp's rule scale-free to learn; the two hint columns are 0 without a hint
+/// placement, and a policy without a hint does not read them — policy_options::hint):
 enum class device_feature : std::uint8_t {
   load,            ///< total compute already assigned to d
   pred_compute,    ///< compute of v's predecessors on d
@@ -32,8 +33,13 @@ enum class device_feature : std::uint8_t {
   est,             ///< v's earliest start time on d, transfers included (cp's EST)
   est_gap,         ///< est − the minimum est over valid devices (0 on cp's choices)
   est_rank,        ///< fraction of valid devices with a strictly smaller est (0 on cp's choices)
+  hint_same,       ///< compute on d of the ops whose hint device is v's hint device
+  hint_match,      ///< 1: d is the image of v's hint device; 0.5: neither is matched yet (and d is
+                   ///< interchangeable with it); 0 otherwise (the matching as for a teacher, below)
 };
-inline constexpr int device_feature_count = 7;
+inline constexpr int device_feature_count = 9;
+/// The columns a policy without a hint reads (the first ones).
+inline constexpr int device_feature_count_no_hint = 7;
 
 class assignment_env {
  public:
@@ -51,9 +57,14 @@ class assignment_env {
   /// and memory), fixed as the episode goes: the first op assigned from teacher device t to a
   /// device d (both not yet matched) matches t to d; ops of an unmatched t may go to any unmatched
   /// interchangeable device. Where no such device is valid, cp's devices.
+  /// With `hint` (a placement of g on c, e.g. metis's; it must outlive the environment), the two
+  /// hint columns of the device features describe it: its devices are matched to the episode's as
+  /// the teacher's are (the first op of an unmatched hint device assigned to an unmatched
+  /// interchangeable device matches the two), so a policy reading them can follow a partition
+  /// whatever the devices are called, or leave it.
   assignment_env(const graph& g, const cluster& c, const cost_model& cm, const graph_features& f,
                  bool respect_memory = true, transfer_planner* transfers = nullptr,
-                 const placement* teacher = nullptr);
+                 const placement* teacher = nullptr, const placement* hint = nullptr);
   ~assignment_env();
   assignment_env(const assignment_env&) = delete;
   assignment_env& operator=(const assignment_env&) = delete;
@@ -105,8 +116,17 @@ class assignment_env {
   std::vector<std::vector<op_index>> teacher_queue_;  // per teacher device, its ops in order
   std::vector<std::size_t> teacher_next_;  // per teacher device, its first unassigned op in the queue
   std::vector<std::uint8_t> assigned_;
-  std::vector<int> image_, preimage_;  // teacher device -> matched device, and back (-1: none yet)
+  /// A placement's devices matched to the episode's as it goes (-1: not yet).
+  struct matching {
+    std::vector<int> image, preimage;  // placement device -> episode device, and back
+  };
+  matching teacher_match_;
+  const placement* hint_ = nullptr;  // null: no hint columns
+  matching hint_match_;
+  std::vector<double> hint_work_;  // [hint device t][device d]: compute of ops with hint t on d
   bool interchangeable(device_index a, device_index b) const;
+  /// The first op of an unmatched placement device t assigned to an unmatched interchangeable d matches them.
+  void match(matching& m, device_index t, device_index d) const;
 };
 
 }  // namespace doppler::learner

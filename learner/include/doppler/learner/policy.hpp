@@ -10,6 +10,7 @@
 #include <doppler/learner/env.hpp>
 #include <doppler/learner/features.hpp>
 #include <doppler/runtime/placement.hpp>
+#include <doppler/runtime/sim.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -61,6 +62,17 @@ struct policy_options {
   policy_kind kind = policy_kind::dual;  ///< DOPPLER's dual policy, the ablation or a baseline
   /// dual only (the policy constructor refuses it for other kinds); saved in checkpoints.
   policy_ablation ablation = policy_ablation::none;
+  /// A placer (placer_names(): metis, search, heft, ...) whose placement of each problem PLC sees
+  /// through the two hint device features (env.hpp): which devices hold the ops of v's hint group,
+  /// and which device the group was matched to. "" = none (the paper's inputs). Dual and joint
+  /// policies; saved in checkpoints with the two fields below, so a placement of a new graph
+  /// computes its own hint. The placer runs with seed 0, `hint_budget` simulations (search) and
+  /// the simulator model `hint_model`; problem::with_hint overrides it per problem.
+  std::string hint;
+  int hint_budget = 20000;
+  sim_model hint_model = sim_model::simple;
+  /// The device-feature columns the network reads: all of them with a hint, else the paper's.
+  int device_inputs() const noexcept { return hint.empty() ? device_feature_count_no_hint : device_feature_count; }
 
   policy_options& with_kind(policy_kind k) { kind = k; return *this; }
   policy_options& with_ablation(policy_ablation a) { ablation = a; return *this; }
@@ -69,6 +81,12 @@ struct policy_options {
   policy_options& with_proj(int p) { proj = p; return *this; }
   policy_options& with_mlp(int m) { mlp = m; return *this; }
   policy_options& with_seed(std::uint64_t s) { seed = s; return *this; }
+  policy_options& with_hint(std::string placer, int budget = 20000, sim_model model = sim_model::simple) {
+    hint = std::move(placer);
+    hint_budget = budget;
+    hint_model = model;
+    return *this;
+  }
 };
 
 /// One (graph, cluster, cost model) the policy places, with its static features. The three
@@ -96,6 +114,14 @@ class problem {
     return *this;
   }
   const placement* teacher() const noexcept { return teacher_.get(); }
+  /// The hint placement a hinted policy reads for this problem (null: the policy computes its own,
+  /// policy_options::hint); checked like the teacher.
+  problem& with_hint(std::shared_ptr<const placement> h) {
+    if (h) check_placement(*h, *g_, *c_);
+    hint_ = std::move(h);
+    return *this;
+  }
+  const placement* hint() const noexcept { return hint_.get(); }
   /// Unique per problem object (the policy's cache key).
   std::uint64_t key() const noexcept { return key_; }
 
@@ -108,6 +134,7 @@ class problem {
   std::uint64_t key_;
   std::shared_ptr<transfer_planner> transfers_;
   std::shared_ptr<const placement> teacher_;
+  std::shared_ptr<const placement> hint_;
 };
 
 /// How a rollout picks actions.
@@ -169,6 +196,9 @@ class policy {
   episode rollout(const problem& pb, const rollout_options& opt = {});
   /// The deployment placement: a greedy rollout.
   placement place(const problem& pb) { return rollout(pb).result; }
+  /// The hint placement the policy reads on `pb`: pb.hint(), else its own hint placer's placement
+  /// (computed once per problem); null for a policy without a hint.
+  const placement* hint_for(const problem& pb);
 
   /// Adam's learning rate for the next updates.
   void set_learning_rate(double lr);
