@@ -197,9 +197,10 @@ void add_train(CLI::App& app) {
   cmd->add_option("--teacher-budget", o->teacher_budget, "search as the teacher: simulator evaluations")
       ->capture_default_str();
   cmd->add_option("--hint", o->p.hint,
-                  "A placer (metis, search, heft, ...) whose placement of each graph PLC sees as two extra device "
-                  "features (where v's group of that placement is, and which device it went to); the checkpoint keeps "
-                  "it, so placing a new graph computes its own. With --teacher auto, phase I imitates it");
+                  "A placer (metis, search, heft, ...; auto: the fastest of heft, metis and search per graph) whose "
+                  "placement of each graph PLC sees as two extra device features (where v's group of that placement "
+                  "is, and which device it went to); the checkpoint keeps it, so placing a new graph computes its "
+                  "own. With --teacher auto, phase I imitates it");
   cmd->add_option("--hint-budget", o->p.hint_budget, "search as the hint: simulator evaluations")
       ->capture_default_str();
   cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->capture_default_str();
@@ -396,7 +397,8 @@ void add_train(CLI::App& app) {
         learner::policy_kind_name(po.kind),
         po.ablation == learner::policy_ablation::none ? "" : " (" + learner::policy_ablation_name(po.ablation) + ")",
         po.hint.empty() ? std::string()
-                        : fmt::format(", hint {}{} (simulated {:.6g} s)", po.hint,
+                        : fmt::format(", hint {}{}{} (simulated {:.6g} s)", po.hint,
+                                      po.hint == "auto" ? " -> " + pol.hint_for(pb)->method : std::string(),
                                       po.hint == "search" ? fmt::format(", budget {}", po.hint_budget) : std::string(),
                                       learner::score(pb, *pol.hint_for(pb), o->t.sim)),
         po.hidden, po.steps, po.proj,

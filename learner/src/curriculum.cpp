@@ -131,7 +131,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
       if (!s["hint"].is_string()) r.fail(errc::bad_type, "policy.hint", "expected a placer name (or \"\" for none)");
       p.hint = s["hint"].get<std::string>();
       const auto names = placer_names();
-      if (!p.hint.empty() && std::find(names.begin(), names.end(), p.hint) == names.end())
+      if (!p.hint.empty() && p.hint != "auto" && std::find(names.begin(), names.end(), p.hint) == names.end())
         r.fail(errc::bad_value, "policy.hint", "unknown placer '" + p.hint + "'");
     }
     r.integer(s, "policy", "hint_budget", p.hint_budget, 1);

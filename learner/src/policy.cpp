@@ -4,6 +4,7 @@
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/placer.hpp>
+#include <doppler/runtime/sim.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -62,10 +63,10 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
       throw error(errc::bad_argument, "learner: a hint placement feeds PLC's device features; policy kind " +
                                           policy_kind_name(opt.kind) + " has none (dual or joint)");
     const auto names = placer_names();
-    if (std::find(names.begin(), names.end(), opt.hint) == names.end()) {
+    if (opt.hint != "auto" && std::find(names.begin(), names.end(), opt.hint) == names.end()) {
       std::string list;
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      throw error(errc::unknown_kind, "learner: unknown hint placer '" + opt.hint + "' (" + list + ")");
+      throw error(errc::unknown_kind, "learner: unknown hint placer '" + opt.hint + "' (auto, " + list + ")");
     }
     if (opt.hint_budget < 1) throw error(errc::bad_argument, "learner: the hint budget must be >= 1");
   }
@@ -83,7 +84,21 @@ const placement* policy::hint_for(const problem& pb) {
     po.budget = o.hint_budget;
     po.sim.model = o.hint_model;
     po.respect_memory = pb.respect_memory();
-    it = impl_->hints.emplace(pb.key(), make_placer(o.hint)->place(pb.g(), pb.c(), pb.cm(), po)).first;
+    placement best;
+    if (o.hint != "auto") {
+      best = make_placer(o.hint)->place(pb.g(), pb.c(), pb.cm(), po);
+    } else {  // the fastest candidate under the hint model (the first on ties)
+      double best_ms = INFINITY;
+      for (const char* name : hint_auto_candidates) {
+        placement p = make_placer(name)->place(pb.g(), pb.c(), pb.cm(), po);
+        const double ms = simulate(pb.g(), pb.c(), p, pb.cm(), po.sim).makespan;
+        if (ms < best_ms) {
+          best_ms = ms;
+          best = std::move(p);
+        }
+      }
+    }
+    it = impl_->hints.emplace(pb.key(), std::move(best)).first;
   }
   return &it->second;
 }

@@ -52,6 +52,9 @@ std::string policy_ablation_name(policy_ablation a);
 /// Parses a policy_ablation_name (errc::bad_argument otherwise).
 policy_ablation parse_policy_ablation(const std::string& name);
 
+/// The placers a hint "auto" chooses among (policy_options::hint).
+inline constexpr const char* hint_auto_candidates[] = {"heft", "metis", "search"};
+
 /// Network sizes. Defaults are smaller than the paper's (128 dims, 6 steps) for CPU speed.
 struct policy_options {
   int hidden = 64;         ///< embedding dims of the encoder
@@ -67,7 +70,8 @@ struct policy_options {
   /// and which device the group was matched to. "" = none (the paper's inputs). Dual and joint
   /// policies; saved in checkpoints with the two fields below, so a placement of a new graph
   /// computes its own hint. The placer runs with seed 0, `hint_budget` simulations (search) and
-  /// the simulator model `hint_model`; problem::with_hint overrides it per problem.
+  /// the simulator model `hint_model`; problem::with_hint overrides it per problem. "auto": per
+  /// problem, whichever of hint_auto_candidates simulates fastest under `hint_model`.
   std::string hint;
   int hint_budget = 20000;
   sim_model hint_model = sim_model::simple;
