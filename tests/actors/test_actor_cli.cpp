@@ -367,6 +367,45 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   CHECK(planned.out.find("--transfers") != std::string::npos);
 }
 
+TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint keeps it, bad hints refused") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  const std::string P = std::string(DOPPLER_PAPER_DIR) + "/";
+  const std::string base = cli + " train --graph " + P + "ffnn_192nodes.txt --cluster doppler-paper:4 --hidden 16 --steps 2 ";
+  // FFNN's towers are isomorphic: only the hint tells the policy which source ops belong together.
+  auto metis = sh(base + "--hint metis --il-episodes 40 --rl-episodes 0 -o " + (t / "m.pt"));
+  CAPTURE(metis.out);
+  REQUIRE(metis.code == 0);
+  CHECK(metis.out.find("hint metis (simulated 56.6958 s)") != std::string::npos);
+  CHECK(metis.out.find("teacher auto (metis simulated 56.6958 s)") != std::string::npos);
+  CHECK(metis.out.find("greedy 56.6958 s") != std::string::npos);
+  auto pick = sh(base + "--hint auto --hint-budget 200 --il-episodes 2 --rl-episodes 0 -o " + (t / "a.pt"));
+  CAPTURE(pick.out);
+  REQUIRE(pick.code == 0);
+  CHECK(pick.out.find("hint auto -> metis") != std::string::npos);
+  // Placing another graph on another cluster computes that graph's hint.
+  auto place = sh(cli + " place --graph " + P + "8gpu_transformer_block.txt --cluster doppler-paper:8 --model simple "
+                  "--method doppler --policy " + (t / "m.pt") + " -o " + (t / "p.json"));
+  CAPTURE(place.out);
+  CHECK(place.code == 0);
+  CHECK(fs::exists(t / "p.json"));
+  // Fine-tuning keeps the checkpoint's hint; another one is refused (the network is sized for it).
+  CHECK(sh(base + "--init " + (t / "m.pt") + " --il-episodes 0 --rl-episodes 2 --batch 2 -o " + (t / "n.pt")).code == 0);
+  auto other = sh(base + "--init " + (t / "m.pt") + " --hint search --rl-episodes 2 -o " + (t / "n.pt"));
+  CHECK(other.code == 2);
+  CHECK(other.out.find("--hint") != std::string::npos);
+  auto unknown = sh(base + "--hint nosuch -o " + (t / "x.pt"));
+  CHECK(unknown.code != 0);
+  CHECK(unknown.out.find("nosuch") != std::string::npos);
+  auto baseline = sh(base + "--hint metis --policy-kind gdp -o " + (t / "x.pt"));
+  CHECK(baseline.code != 0);
+  CHECK(baseline.out.find("hint") != std::string::npos);
+  CHECK(!fs::exists(t / "x.pt"));
+}
+
 TEST_CASE("doppler compare --policy: learned rows next to the placers, ratio to the best non-learned one") {
   if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
     MESSAGE("built without LibTorch: skipped");
