@@ -137,8 +137,8 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
       const device_index t = hint_->device[v];
       same_work = static_cast<float>(hint_work_[t * n_dev + d] * s);
       const int img = hint_match_.image[t];
-      matched = img == static_cast<int>(d) ? 1.0f
-              : img < 0 && hint_match_.preimage[d] < 0 && interchangeable(t, d) ? 0.5f : 0.0f;
+      const bool free = img < 0 && hint_match_.preimage[d] < 0 && interchangeable(t, d);
+      matched = img == static_cast<int>(d) ? 1.0f : free && d == t ? 0.5f : free ? 0.25f : 0.0f;
     }
     o[static_cast<int>(device_feature::hint_same)] = same_work;
     o[static_cast<int>(device_feature::hint_match)] = matched;
@@ -173,6 +173,8 @@ void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out)
     const auto& m = teacher_match_;
     if (m.image[t] >= 0) {
       if (fits_[m.image[t]]) out.push_back(static_cast<device_index>(m.image[t]));
+    } else if (m.preimage[t] < 0 && fits_[t]) {  // t itself while it is free: no relabelling
+      out.push_back(t);
     } else {
       for (device_index d = 0; d < est_.size(); ++d)
         if (fits_[d] && m.preimage[d] < 0 && interchangeable(t, d)) out.push_back(d);

@@ -169,7 +169,8 @@ net_impl::net_impl(const policy_options& o) : opt(o) {
   root = register_module("root", torch::nn::Linear(h, h));
   gru = register_module("gru", torch::nn::GRUCell(h, h));
   if (o.kind == policy_kind::dual) {  // the single-policy ablation has no SEL head
-    sel_proj = register_module("sel_proj", torch::nn::Linear(node_feature_count, p));
+    const int sel_in = node_feature_count + (o.hint.empty() ? 0 : 1);  // a hint adds its order rank
+    sel_proj = register_module("sel_proj", torch::nn::Linear(sel_in, p));
     sel1 = register_module("sel1", torch::nn::Linear(p + 3 * h, m));
     sel2 = register_module("sel2", torch::nn::Linear(m, 1));
   }
@@ -233,7 +234,8 @@ encoded net_impl::encode(const graph_tensors& gt, std::size_t n_ops) {
   encoded out;
   if (opt.kind == policy_kind::dual) {
     auto down = path_sum(hs, gt.down_jump, gt.path_scale), up = path_sum(hs, gt.up_jump, gt.path_scale);
-    auto sel_in = torch::cat({torch::relu(sel_proj(x)), hs, down, up}, 1);
+    auto sel_x = opt.hint.empty() ? x : torch::cat({x, gt.hint_rank}, 1);
+    auto sel_in = torch::cat({torch::relu(sel_proj(sel_x)), hs, down, up}, 1);
     out.sel_logits = sel2(torch::relu(sel1(sel_in))).squeeze(1);
   } else {
     out.sel_logits = torch::zeros({n});

@@ -37,6 +37,9 @@ struct graph_tensors {
   std::vector<torch::Tensor> down_jump, up_jump;
   float path_scale = 1;     ///< 1 / max_path_ops
   torch::Tensor nbr_mean;   ///< sparse [N, N]: mean over bidirectional neighbours (the baselines' SAGE)
+  /// Hinted dual policies: [N, 1], v's position in the hint placement's order / (N − 1) (0 without
+  /// an order) — SEL's extra input, a static priority that reproduces the hint's order. Else undefined.
+  torch::Tensor hint_rank;
 };
 graph_tensors make_graph_tensors(const graph_features& f);
 

@@ -72,13 +72,15 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
   }
 }
 
-const placement* policy::hint_for(const problem& pb) {
+const placement* policy::hint_for(const problem& pb) { return impl_->hint_for(pb); }
+
+const placement* policy::impl::hint_for(const problem& pb) {
   if (pb.hint()) return pb.hint();
-  const auto& o = impl_->opt;
+  const auto& o = opt;
   if (o.hint.empty()) return nullptr;
-  auto it = impl_->hints.find(pb.key());
-  if (it == impl_->hints.end()) {
-    if (impl_->hints.size() > 16) impl_->hints.clear();
+  auto it = hints.find(pb.key());
+  if (it == hints.end()) {
+    if (hints.size() > 16) hints.clear();
     placer_options po;
     po.seed = 0;
     po.budget = o.hint_budget;
@@ -98,7 +100,7 @@ const placement* policy::hint_for(const problem& pb) {
         }
       }
     }
-    it = impl_->hints.emplace(pb.key(), std::move(best)).first;
+    it = hints.emplace(pb.key(), std::move(best)).first;
   }
   return &it->second;
 }

@@ -64,10 +64,22 @@ struct policy::impl {
     auto it = graphs.find(pb.key());
     if (it == graphs.end()) {
       if (graphs.size() > 16) graphs.clear();
-      it = graphs.emplace(pb.key(), detail::make_graph_tensors(pb.features())).first;
+      auto gt = detail::make_graph_tensors(pb.features());
+      if (!opt.hint.empty() && opt.kind == policy_kind::dual) {
+        const placement& h = *hint_for(pb);
+        const std::size_t n = pb.g().size();
+        std::vector<float> rank(n, 0.0f);
+        for (std::size_t i = 0; i < h.order.size(); ++i)
+          rank[h.order[i]] = static_cast<float>(i) / static_cast<float>(std::max<std::size_t>(n - 1, 1));
+        gt.hint_rank = torch::tensor(torch::ArrayRef<float>(rank), torch::kFloat).view({static_cast<std::int64_t>(n), 1});
+      }
+      it = graphs.emplace(pb.key(), std::move(gt)).first;
     }
     return it->second;
   }
+
+  /// The hint placement of pb (policy::hint_for).
+  const placement* hint_for(const problem& pb);
 
   const rollout_cache& cached(const problem& pb) {
     auto& c = caches[pb.key()];

@@ -224,9 +224,27 @@ TEST_CASE("a hand-written teacher placement is followed, relabelled, and one for
   CHECK(got.device == t.device);  // a to 0 (matching 0 -> 0), then b and c to the other device
   placement swapped{{1, 0, 0, 1}, {0, 2, 1, 3}, "hand"};  // c before b on their device
   got = follow_teacher(g, c, cm, swapped);
-  CHECK(got.device == std::vector<device_index>{0, 1, 1, 0});  // a matched teacher device 1 to 0
+  CHECK(got.device == swapped.device);  // each teacher device is its own label while it is free
   CHECK(got.order == swapped.order);
   auto f = compute_features(g, c, cm);
+  {  // An episode that leaves the teacher relabels: a on device 0 matches teacher device 1 to 0,
+     // so b's teacher device 0 (taken) becomes the other free one, 1.
+    assignment_env env(g, c, cm, f, true, nullptr, &swapped);
+    std::vector<float> feat(2 * device_feature_count);
+    std::vector<std::uint8_t> valid(2);
+    std::vector<device_index> devs;
+    env.device_features(0, feat, valid);
+    env.teacher_devices(0, devs);
+    CHECK(devs == std::vector<device_index>{1});
+    env.assign(0, 0);
+    env.device_features(1, feat, valid);
+    env.teacher_devices(1, devs);
+    CHECK(devs == std::vector<device_index>{1});
+    env.assign(1, 1);
+    env.device_features(2, feat, valid);
+    env.teacher_devices(2, devs);
+    CHECK(devs == std::vector<device_index>{1});  // c is with b on teacher device 0, now device 1
+  }
   placement short_one{{0, 1}, {0, 1}, "hand"};
   CHECK_THROWS_AS(assignment_env(g, c, cm, f, true, nullptr, &short_one), error);
 }

@@ -66,17 +66,17 @@ TEST_CASE("hint features: the hint group's work per device and the matched devic
     }
     return std::pair{d, v};
   };
-  // a: nothing matched yet, both devices may take hint group 0.
+  // a: nothing matched yet; device 0 is a's hint device itself, device 1 another free one.
   step(0, 1);
   CHECK(same(0) == 0.0f);
   CHECK(same(1) == 0.0f);
   CHECK(match(0) == 0.5f);
-  CHECK(match(1) == 0.5f);
+  CHECK(match(1) == 0.25f);
   env.assign(0, 1);  // matches hint device 0 to device 1
   plain.assign(0, 1);
-  // b (group 1): device 1 is taken by group 0, device 0 is free.
+  // b (group 1): device 1 is taken by group 0, device 0 is free (not b's own hint device).
   step(1, 0);
-  CHECK(match(0) == 0.5f);
+  CHECK(match(0) == 0.25f);
   CHECK(match(1) == 0.0f);
   CHECK(same(0) == 0.0f);
   env.assign(1, 0);  // matches hint device 1 to device 0

@@ -34,8 +34,9 @@ enum class device_feature : std::uint8_t {
   est_gap,         ///< est − the minimum est over valid devices (0 on cp's choices)
   est_rank,        ///< fraction of valid devices with a strictly smaller est (0 on cp's choices)
   hint_same,       ///< compute on d of the ops whose hint device is v's hint device
-  hint_match,      ///< 1: d is the image of v's hint device; 0.5: neither is matched yet (and d is
-                   ///< interchangeable with it); 0 otherwise (the matching as for a teacher, below)
+  hint_match,      ///< 1: d is the image of v's hint device t; neither matched yet (and d
+                   ///< interchangeable with t): 0.5 when d is t itself, else 0.25; 0 otherwise
+                   ///< (the matching as for a teacher, below)
 };
 inline constexpr int device_feature_count = 9;
 /// The columns a policy without a hint reads (the first ones).
@@ -55,8 +56,10 @@ class assignment_env {
   /// ready op earliest in the order; cp's tie set when the placement has no order), its device the
   /// placement's up to a relabelling of interchangeable devices (same kind, FLOP/s
   /// and memory), fixed as the episode goes: the first op assigned from teacher device t to a
-  /// device d (both not yet matched) matches t to d; ops of an unmatched t may go to any unmatched
-  /// interchangeable device. Where no such device is valid, cp's devices.
+  /// device d (both not yet matched) matches t to d; the label of an op of an unmatched t is t
+  /// itself while no other teacher device was matched to it (interchangeable devices may still
+  /// differ in their links: the identity is the faithful copy), else any unmatched interchangeable
+  /// device. Where no such device is valid, cp's devices.
   /// With `hint` (a placement of g on c, e.g. metis's; it must outlive the environment), the two
   /// hint columns of the device features describe it: its devices are matched to the episode's as
   /// the teacher's are (the first op of an unmatched hint device assigned to an unmatched
