@@ -8,6 +8,7 @@
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
+#include <doppler/runtime/workloads.hpp>
 
 #include "learner_fixtures.hpp"
 
@@ -137,6 +138,34 @@ TEST_CASE("a policy with a metis hint imitates metis's FFNN placement, one witho
   problem with_hint(g, c, cm);
   with_hint.with_hint(metis);
   CHECK(plain.place(with_hint).device == plain.place(pb2).device);
+}
+
+TEST_CASE("under wc on the DGX-1, a hinted policy copies search's placement: the same devices and makespan") {
+  // The DGX-1's eight identical GPUs differ in their links, so the copy must keep the hint's own
+  // device labels (not merely a relabelling), and wc's queues follow SEL's order (the rank input).
+  workload_params wp;
+  wp.dim = 128;
+  wp.seq = 64;
+  graph g = make_workload("llama-block", wp);
+  cluster c = make_preset("dgx1-v100");
+  cost_model cm;
+  policy pol(policy_options{}.with_hidden(16).with_steps(2).with_hint("search", 300, sim_model::wc));
+  problem pb(g, c, cm);
+  const placement hint = *pol.hint_for(pb);
+  pb.with_teacher(std::make_shared<const placement>(hint));
+  train_options t;
+  t.il_episodes = 80;
+  t.rl_episodes = 0;
+  t.batch = 4;
+  t.sim.model = sim_model::wc;
+  auto r = train(pol, pb, t);
+  CHECK(r.final_plc_agreement == doctest::Approx(1.0));
+  CHECK(r.final_sel_agreement > 0.85);
+  placement p = pol.place(pb);
+  CHECK(p.device == hint.device);
+  sim_options so;
+  so.model = sim_model::wc;
+  CHECK(simulate(g, c, p, cm, so).makespan == doctest::Approx(simulate(g, c, hint, cm, so).makespan));
 }
 
 TEST_CASE("a hinted checkpoint keeps its hint, and placing a new graph computes its own") {
