@@ -325,6 +325,7 @@ void add_train(CLI::App& app) {
                   "phase III measures one graph; " + std::to_string(n_graphs) +
                       " were given with --graph (leave real out of --phases and the curriculum's real_episodes at 0)");
     if (o->teacher_budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
+    if (o->p.hint_budget < 1) throw error(errc::bad_argument, "", "--hint-budget", "must be >= 1");
     if (o->algorithm != "reinforce" && o->algorithm != "ppo")
       throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o->algorithm + "' (reinforce, ppo)");
     o->t.ppo = o->algorithm == "ppo";
@@ -340,11 +341,16 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--ablation",
                   "the checkpoint given with --init has ablation " +
                       learner::policy_ablation_name(pol.options().ablation));
-    if (!o->init.empty() && (cmd->count("--hint") > 0 || cmd->count("--hint-budget") > 0) &&
-        (pol.options().hint != o->p.hint || pol.options().hint_budget != o->p.hint_budget))
+    if (!o->init.empty() && cmd->count("--hint") > 0 && pol.options().hint != o->p.hint)
       throw error(errc::bad_argument, "", "--hint",
-                  "the checkpoint given with --init reads the hint '" + pol.options().hint + "' (budget " +
-                      std::to_string(pol.options().hint_budget) + "); its network is sized for it");
+                  pol.options().hint.empty()
+                      ? "the checkpoint given with --init reads no hint; its network is sized for that"
+                      : "the checkpoint given with --init reads the hint '" + pol.options().hint +
+                            "'; its network is sized for it");
+    if (!o->init.empty() && cmd->count("--hint-budget") > 0 && pol.options().hint_budget != o->p.hint_budget)
+      throw error(errc::bad_argument, "", "--hint-budget",
+                  "the checkpoint given with --init computes its hints with budget " +
+                      std::to_string(pol.options().hint_budget));
     std::shared_ptr<comm::multicast_planner> planner;
     if (o->transfers == "planned") {
       if (o->t.sim.model != sim_model::wc)

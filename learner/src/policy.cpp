@@ -52,6 +52,13 @@ problem::problem(const graph& g, const cluster& c, const cost_model& cm, bool re
     : g_(&g), c_(&c), cm_(&cm), f_(compute_features(g, c, cm)), respect_memory_(respect_memory),
       key_(next_problem_key++) {}
 
+problem& problem::with_hint(std::shared_ptr<const placement> h) {
+  if (h) check_placement(*h, *g_, *c_);
+  hint_ = std::move(h);
+  key_ = next_problem_key++;
+  return *this;
+}
+
 policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
   if (opt.hidden < 1 || opt.steps < 0 || opt.proj < 1 || opt.mlp < 1)
     throw error(errc::bad_argument, "learner: policy sizes must be positive");
@@ -75,30 +82,46 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
 const placement* policy::hint_for(const problem& pb) { return impl_->hint_for(pb); }
 
 const placement* policy::impl::hint_for(const problem& pb) {
-  if (pb.hint()) return pb.hint();
   const auto& o = opt;
   if (o.hint.empty()) return nullptr;
+  if (pb.hint()) return pb.hint();
   auto it = hints.find(pb.key());
   if (it == hints.end()) {
-    if (hints.size() > 16) hints.clear();
+    if (hints.size() >= 256) hints.clear();
     placer_options po;
     po.seed = 0;
     po.budget = o.hint_budget;
     po.sim.model = o.hint_model;
+    po.sim.transfers = pb.shared_transfers();
     po.respect_memory = pb.respect_memory();
+    auto run = [&](const char* name) {
+      try {
+        placement p = make_placer(name)->place(pb.g(), pb.c(), pb.cm(), po);
+        check_placement(p, pb.g(), pb.c());
+        return p;
+      } catch (const error& e) {
+        throw error(e.code(), std::string("learner: hint placer '") + name + "': " + e.what());
+      }
+    };
     placement best;
     if (o.hint != "auto") {
-      best = make_placer(o.hint)->place(pb.g(), pb.c(), pb.cm(), po);
-    } else {  // the fastest candidate under the hint model (the first on ties)
+      best = run(o.hint.c_str());
+    } else {  // the fastest candidate that places the graph under the hint model (the first on ties)
       double best_ms = INFINITY;
+      std::string failures;
       for (const char* name : hint_auto_candidates) {
-        placement p = make_placer(name)->place(pb.g(), pb.c(), pb.cm(), po);
-        const double ms = simulate(pb.g(), pb.c(), p, pb.cm(), po.sim).makespan;
-        if (ms < best_ms) {
-          best_ms = ms;
-          best = std::move(p);
+        try {
+          placement p = run(name);
+          const double ms = simulate(pb.g(), pb.c(), p, pb.cm(), po.sim).makespan;
+          if (best.device.empty() || ms < best_ms) {
+            best_ms = ms;
+            best = std::move(p);
+          }
+        } catch (const error& e) {
+          failures += std::string(failures.empty() ? "" : "; ") + e.what();
         }
       }
+      if (best.device.empty()) throw error(errc::infeasible, "learner: hint auto: no candidate placed the graph (" + failures + ")");
     }
     it = hints.emplace(pb.key(), std::move(best)).first;
   }

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 namespace doppler::learner {
@@ -220,12 +222,21 @@ policy policy::load(const std::string& path) {
         o.hint.push_back(static_cast<char>(h[i]));
       }
       if (opts.numel() < 8) throw error(errc::bad_value, path, "", "a hint without its budget and model");
+      if (o.hint.empty()) throw error(errc::bad_value, path, "", "an empty hint name");
+      if (a[6] < 1 || a[6] > std::numeric_limits<int>::max())
+        throw error(errc::bad_value, path, "", "hint budget " + std::to_string(a[6]) + " out of range");
       o.hint_budget = static_cast<int>(a[6]);
       if (a[7] != static_cast<int>(sim_model::simple) && a[7] != static_cast<int>(sim_model::wc))
         throw error(errc::bad_value, path, "", "unknown hint model " + std::to_string(a[7]));
       o.hint_model = static_cast<sim_model>(a[7]);
     }
-    policy pol(o);
+    std::optional<policy> made;
+    try {
+      made.emplace(o);
+    } catch (const error& e) {  // e.g. a hint placer this build does not have
+      throw error(e.code(), path, "", e.reason());
+    }
+    policy pol = std::move(*made);
     ar.read("net", net_ar);
     pol.impl_->model->load(net_ar);
     if (ar.try_read("adam", adam_ar)) pol.impl_->adam->load(adam_ar);

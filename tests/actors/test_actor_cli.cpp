@@ -393,10 +393,17 @@ TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint k
   CHECK(place.code == 0);
   CHECK(fs::exists(t / "p.json"));
   // Fine-tuning keeps the checkpoint's hint; another one is refused (the network is sized for it).
-  CHECK(sh(base + "--init " + (t / "m.pt") + " --il-episodes 0 --rl-episodes 2 --batch 2 -o " + (t / "n.pt")).code == 0);
+  auto tuned = sh(base + "--init " + (t / "m.pt") + " --il-episodes 0 --rl-episodes 2 --batch 2 -o " + (t / "n.pt"));
+  CAPTURE(tuned.out);
+  CHECK(tuned.code == 0);
+  CHECK(tuned.out.find("hint metis (simulated 56.6958 s)") != std::string::npos);
   auto other = sh(base + "--init " + (t / "m.pt") + " --hint search --rl-episodes 2 -o " + (t / "n.pt"));
   CHECK(other.code == 2);
   CHECK(other.out.find("--hint") != std::string::npos);
+  auto budget = sh(base + "--init " + (t / "m.pt") + " --hint-budget 5 --rl-episodes 2 -o " + (t / "n.pt"));
+  CHECK(budget.code == 2);
+  CHECK(budget.out.find("--hint-budget") != std::string::npos);
+  CHECK(sh(base + "--hint-budget 0 -o " + (t / "x.pt")).code == 2);
   auto unknown = sh(base + "--hint nosuch -o " + (t / "x.pt"));
   CHECK(unknown.code != 0);
   CHECK(unknown.out.find("nosuch") != std::string::npos);

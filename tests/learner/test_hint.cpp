@@ -134,10 +134,55 @@ TEST_CASE("a policy with a metis hint imitates metis's FFNN placement, one witho
   // Batched recomputation equals the rollout's cached log-probability with the hint columns read.
   auto ep = hinted.rollout(pb, rollout_options::sample(3));
   CHECK(hinted.recompute_log_prob(pb, ep) == doctest::Approx(ep.log_prob).epsilon(1e-4));
-  // A policy without a hint ignores a problem's hint placement.
+  // A policy without a hint ignores a problem's hint placement (and hint_for says it reads none).
   problem with_hint(g, c, cm);
   with_hint.with_hint(metis);
+  CHECK(plain.hint_for(with_hint) == nullptr);
   CHECK(plain.place(with_hint).device == plain.place(pb2).device);
+  // A hint set later replaces the policy's own: the problem gets a new key, nothing stale is kept.
+  const auto key = pb.key();
+  auto single = std::make_shared<const placement>(make_placer("single")->place(g, c, cm, placer_options{}));
+  pb.with_hint(single);
+  CHECK(pb.key() != key);
+  CHECK(hinted.hint_for(pb) == single.get());
+  CHECK(simulate(g, c, hinted.place(pb), cm, simple()).makespan > 1.5 * metis_ms);  // it follows the new hint
+}
+
+TEST_CASE("a hinted joint policy: rollouts read the hint columns, the batched recomputation agrees") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  policy pol(policy_options{}.with_hidden(16).with_steps(2).with_kind(policy_kind::joint).with_hint("metis"));
+  problem pb(g, c, cm);
+  for (std::uint64_t seed : {1, 2}) {
+    auto ep = pol.rollout(pb, rollout_options::sample(seed));
+    CHECK_NOTHROW(check_placement(ep.result, g, c));
+    CHECK(pol.recompute_log_prob(pb, ep) == doctest::Approx(ep.log_prob).epsilon(1e-4));
+  }
+}
+
+TEST_CASE("hint auto: a graph no candidate can place is an error naming the hint, not a crash") {
+  graph_builder b("huge");
+  b.add(synth("a", {}, 1e10, 1e18));  // an output larger than any device's memory
+  b.add(synth("b", {"a"}, 1e10, 1e3));
+  graph g = std::move(b).build();
+  cluster c = make_preset("doppler-paper:2");
+  cost_model cm;
+  policy pol(policy_options{}.with_hidden(8).with_steps(1).with_hint("auto", 50));
+  problem pb(g, c, cm);
+  try {
+    pol.hint_for(pb);
+    FAIL("expected an error");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("hint auto") != std::string::npos);
+  }
+  policy one(policy_options{}.with_hidden(8).with_steps(1).with_hint("metis"));
+  try {
+    one.place(pb);
+    FAIL("expected an error");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("hint placer 'metis'") != std::string::npos);
+  }
 }
 
 TEST_CASE("under wc on the DGX-1, a hinted policy copies search's placement: the same devices and makespan") {

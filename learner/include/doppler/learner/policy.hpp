@@ -103,8 +103,10 @@ class problem {
   const cost_model& cm() const noexcept { return *cm_; }
   const graph_features& features() const noexcept { return f_; }
   bool respect_memory() const noexcept { return respect_memory_; }
-  /// Planned transfers (null: per-edge transfer times): PLC's EST feature and the teacher use them.
+  /// Planned transfers (null: per-edge transfer times): PLC's EST feature, the teacher and a hint
+  /// placer (policy_options::hint) use them.
   transfer_planner* transfers() const noexcept { return transfers_.get(); }
+  const std::shared_ptr<transfer_planner>& shared_transfers() const noexcept { return transfers_; }
   problem& with_transfers(std::shared_ptr<transfer_planner> t) {
     transfers_ = std::move(t);
     return *this;
@@ -119,12 +121,9 @@ class problem {
   }
   const placement* teacher() const noexcept { return teacher_.get(); }
   /// The hint placement a hinted policy reads for this problem (null: the policy computes its own,
-  /// policy_options::hint); checked like the teacher.
-  problem& with_hint(std::shared_ptr<const placement> h) {
-    if (h) check_placement(*h, *g_, *c_);
-    hint_ = std::move(h);
-    return *this;
-  }
+  /// policy_options::hint); checked like the teacher. The problem gets a new key(), so no policy
+  /// keeps encodings made with an earlier hint.
+  problem& with_hint(std::shared_ptr<const placement> h);
   const placement* hint() const noexcept { return hint_.get(); }
   /// Unique per problem object (the policy's cache key).
   std::uint64_t key() const noexcept { return key_; }
@@ -201,7 +200,9 @@ class policy {
   /// The deployment placement: a greedy rollout.
   placement place(const problem& pb) { return rollout(pb).result; }
   /// The hint placement the policy reads on `pb`: pb.hint(), else its own hint placer's placement
-  /// (computed once per problem); null for a policy without a hint.
+  /// (computed once per problem and kept for the 256 most recent problems; the pointer stays valid
+  /// until hint_for or a rollout meets a 257th); null for a policy without a hint. A hint placer
+  /// that fails throws its error, naming the placer (auto: only when every candidate fails).
   const placement* hint_for(const problem& pb);
 
   /// Adam's learning rate for the next updates.
