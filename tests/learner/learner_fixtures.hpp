@@ -39,6 +39,17 @@ inline doppler::op_spec synth(std::string id, std::vector<std::string> inputs, d
   return s;
 }
 
+/// a → b, a → c, b → d, c → d. On doppler-paper:2 (1e10 FLOP/s, 1e10 B/s, no latency) the node
+/// costs are a 2, b 1, c 3, d 1 s and the comm costs a 1, b 3, c 1, d 2 s (critical path 8 s).
+inline doppler::graph diamond() {
+  doppler::graph_builder b("diamond");
+  b.add(synth("a", {}, 2e10, 1e10));
+  b.add(synth("b", {"a"}, 1e10, 3e10));
+  b.add(synth("c", {"a"}, 3e10, 1e10));
+  b.add(synth("d", {"b", "c"}, 1e10, 2e10));
+  return std::move(b).build();
+}
+
 /// Two independent ops: w3 (3e10 FLOP, 100 MB output) and w1 (1e10 FLOP, 1 MB).
 inline doppler::graph two_ops() {
   doppler::graph_builder b("two-ops");

@@ -17,18 +17,8 @@ using namespace doppler::learner;
 
 namespace {
 
+using learner_fixtures::diamond;
 using learner_fixtures::synth;
-
-/// a → b, a → c, b → d, c → d. On doppler-paper:2 (1e10 FLOP/s, 1e10 B/s, no latency) the node
-/// costs are a 2, b 1, c 3, d 1 s and the comm costs a 1, b 3, c 1, d 2 s.
-graph diamond() {
-  graph_builder b("diamond");
-  b.add(synth("a", {}, 2e10, 1e10));
-  b.add(synth("b", {"a"}, 1e10, 3e10));
-  b.add(synth("c", {"a"}, 3e10, 1e10));
-  b.add(synth("d", {"b", "c"}, 1e10, 2e10));
-  return std::move(b).build();
-}
 
 double raw(const graph_features& f, op_index v, node_feature k) {
   return f.raw[v * node_feature_count + static_cast<int>(k)];

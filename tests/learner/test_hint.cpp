@@ -19,21 +19,12 @@
 
 using namespace doppler;
 using namespace doppler::learner;
+using learner_fixtures::diamond;
 using learner_fixtures::paper;
 using learner_fixtures::synth;
 using learner_fixtures::temp_path;
 
 namespace {
-
-/// a → b, a → c, b → d, c → d; node costs on doppler-paper:2: a 2, b 1, c 3, d 1 s (critical path 8 s).
-graph diamond() {
-  graph_builder b("diamond");
-  b.add(synth("a", {}, 2e10, 1e10));
-  b.add(synth("b", {"a"}, 1e10, 3e10));
-  b.add(synth("c", {"a"}, 3e10, 1e10));
-  b.add(synth("d", {"b", "c"}, 1e10, 2e10));
-  return std::move(b).build();
-}
 
 sim_options simple() {
   sim_options so;
