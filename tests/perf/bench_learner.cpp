@@ -56,7 +56,7 @@ void per_op(benchmark::State& state, std::size_t n) {
   state.counters["ops"] = static_cast<double>(n);
 }
 
-/// args: hidden, steps, kind (0 dual, 1 joint)
+/// args: hidden, steps, kind (0 dual, 1 joint, 2 dual with a metis hint: two more PLC columns and SEL's rank input)
 void bm_train_episode(benchmark::State& state) {
   const graph& g = paper_graph();
   cost_model cm;
@@ -64,11 +64,12 @@ void bm_train_episode(benchmark::State& state) {
   learner::policy_options po;
   po.hidden = static_cast<int>(state.range(0));
   po.steps = static_cast<int>(state.range(1));
-  po.kind = state.range(2) ? learner::policy_kind::joint : learner::policy_kind::dual;
+  po.kind = state.range(2) == 1 ? learner::policy_kind::joint : learner::policy_kind::dual;
+  if (state.range(2) == 2) po.hint = "metis";
   learner::policy pol(po);
   sim_options so;
   std::uint64_t seed = 1;
-  (void)pol.place(pb);  // graph tensors built once, as in training
+  (void)pol.place(pb);  // graph tensors (and the hint) built once, as in training
   for (auto _ : state) {
     auto ep = pol.rollout(pb, learner::rollout_options::sample(seed++));
     double ms = learner::score(pb, ep.result, so);
@@ -77,10 +78,11 @@ void bm_train_episode(benchmark::State& state) {
     benchmark::DoNotOptimize(pol.reinforce_update(pb, {&ep, 1}, {&adv, 1}, 0.99, 0.01));
   }
   state.counters["ops"] = static_cast<double>(g.size());
-  state.SetLabel(std::string(state.range(2) ? "joint" : "dual") + " hidden " + std::to_string(po.hidden) +
+  const char* kinds[] = {"dual", "joint", "dual+hint"};
+  state.SetLabel(std::string(kinds[state.range(2)]) + " hidden " + std::to_string(po.hidden) +
                  ", steps " + std::to_string(po.steps));
 }
-BENCHMARK(bm_train_episode)->Args({64, 4, 0})->Args({128, 6, 0})->Args({64, 4, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_train_episode)->Args({64, 4, 0})->Args({128, 6, 0})->Args({64, 4, 1})->Args({64, 4, 2})->Unit(benchmark::kMillisecond);
 
 /// Greedy placement from scratch (problem features, encoding and the rollout), args: layers.
 void bm_inference(benchmark::State& state) {
