@@ -404,6 +404,16 @@ TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint k
   CHECK(budget.code == 2);
   CHECK(budget.out.find("--hint-budget") != std::string::npos);
   CHECK(sh(base + "--hint-budget 0 -o " + (t / "x.pt")).code == 2);
+  // Phase III through the learner actor with a hinted policy (the actor computes the hint itself).
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  auto real = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --hint metis --hidden 16 "
+                 "--steps 2 --il-episodes 4 --rl-episodes 4 --real-episodes 4 --real-batch 2 -o " + (t / "r.pt"));
+  CAPTURE(real.out);
+  REQUIRE(real.code == 0);
+  CHECK(real.out.find("hint metis") != std::string::npos);
+  CHECK(real.out.find("2 updates of 2 episodes") != std::string::npos);
+  CHECK(sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:2 --method doppler --policy " + (t / "r.pt") +
+           " -o " + (t / "rp.json")).code == 0);
   auto unknown = sh(base + "--hint nosuch -o " + (t / "x.pt"));
   CHECK(unknown.code != 0);
   CHECK(unknown.out.find("nosuch") != std::string::npos);
