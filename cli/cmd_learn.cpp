@@ -190,7 +190,7 @@ void add_train(CLI::App& app) {
   cmd->add_option("--episodes", o->episodes,
                   "Episodes of every listed phase whose own --il/--rl/--real-episodes flag is not given");
   cmd->add_option("--teacher", o->teacher,
-                  "Phase I's teacher: auto (cp, or single where that simulates faster), cp (the paper's "
+                  "Phase I's teacher: auto (the hint's placement with --hint, else cp, or single where that simulates faster), cp (the paper's "
                   "critical-path rule), another placer's placement (single, heft, m-etf, metis, search, ...), "
                   "or a doppler-placement/1 file")
       ->capture_default_str();

@@ -9,7 +9,7 @@
 ///    "reinforce": {"lr": 0.01, "lr_final": 0.2, "temperature": 1.0, "epsilon": 0.0,
 ///                  "entropy": 0.01, "entropy_final": 0.001, "gamma": 0.99,
 ///                  "baseline_decay": 0, "normalize_advantages": true},
-///    "policy": {"hidden": 64, "steps": 4, "proj": 32, "mlp": 64},
+///    "policy": {"hidden": 64, "steps": 4, "proj": 32, "mlp": 64, "hint": "", "hint_budget": 20000},
 ///    "model": "simple", "seed": 0}
 
 #include <doppler/learner/policy.hpp>
@@ -23,9 +23,9 @@ namespace doppler::learner {
 struct curriculum {
   train_options train;
   policy_options policy;
-  /// Phase I's teacher (`doppler train --teacher`): "auto" (cp, or single where that simulates
-  /// faster), "cp", a placer name or a placement file; the CLI resolves it (the learner library
-  /// takes a placement: problem::with_teacher).
+  /// Phase I's teacher (`doppler train --teacher`): "auto" (the hint's placement when
+  /// policy.hint is set, else cp, or single where that simulates faster), "cp", a placer name or a
+  /// placement file; the CLI resolves it (the learner library takes a placement: problem::with_teacher).
   std::string teacher = "auto";
   int teacher_budget = 2000;  ///< search as the teacher: simulator evaluations
 };
