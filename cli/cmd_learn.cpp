@@ -2,6 +2,7 @@
 // Built only with LibTorch, into doppler-learn (`doppler` forwards these commands to it).
 
 #include "commands.hpp"
+#include "learn_setup.hpp"
 
 #include <doppler/comm/multicast.hpp>
 #include <doppler/learner/curriculum.hpp>
@@ -28,7 +29,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -62,95 +62,6 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
                              *avg, vs, s, tty && r.episode != total ? "" : "\n")
               << std::flush;
   };
-}
-
-/// Whether `--teacher` names a placement file: not cp, auto or a placer name (a placer name wins
-/// over a file of that name).
-bool teacher_is_file(const std::string& name) {
-  const auto names = placer_names();
-  return name != "cp" && name != "auto" && std::find(names.begin(), names.end(), name) == names.end();
-}
-
-/// Phase I's teacher from `--teacher`: null for cp (the environment's own rule, with its tie sets),
-/// else a placer's placement (seeded like the training) or a placement file. `auto`: cp, or `single`
-/// where that simulates faster (graphs too small to spread: their transfers cost more than the
-/// parallelism gains) — the two rules the policy imitates fully (docs/learner.md, "Teachers").
-/// With a hinted policy (`hint`: its hint placement, `hint_name` its placer), `auto` is the hint.
-/// `chosen` receives the teacher's name.
-std::shared_ptr<const placement> resolve_teacher(const std::string& name, int budget, const graph& g, const cluster& c,
-                                                 const cost_model& cm, const learner::train_options& t,
-                                                 const placement* hint, const std::string& hint_name,
-                                                 std::string& chosen) {
-  chosen = name;
-  if (name == "cp") return nullptr;
-  if (name == "auto" && hint) {
-    chosen = hint_name;
-    return std::make_shared<const placement>(*hint);
-  }
-  if (name == "auto") {
-    chosen = "cp";
-    placement single;
-    try {
-      single = make_placer("single")->place(g, c, cm, placer_options{});
-    } catch (const error& e) {
-      if (e.code() == errc::infeasible) return nullptr;  // the graph does not fit on one device
-      throw;
-    }
-    const double cp = simulate(g, c, cp_place(g, c, cm, 0), cm, t.sim).makespan;
-    if (!(simulate(g, c, single, cm, t.sim).makespan < cp)) return nullptr;
-    chosen = "single";
-    return std::make_shared<const placement>(std::move(single));
-  }
-  if (teacher_is_file(name)) {
-    if (name.ends_with(".json") || name.find('/') != std::string::npos || std::filesystem::exists(name))
-      return std::make_shared<const placement>(load_placement(name, g, c));
-    std::string list;
-    for (const auto& n : placer_names()) list += (list.empty() ? "" : ", ") + n;
-    throw error(errc::unknown_kind, "", "--teacher", "'" + name + "' is neither a placer (" + list + ") nor a placement file");
-  }
-  auto pl = make_placer(name);
-  placer_options po;
-  po.seed = t.seed;
-  po.budget = budget;
-  po.sim = t.sim;
-  return std::make_shared<const placement>(pl->place(g, c, cm, po));
-}
-
-/// `--phases` and `--episodes` over the episode counts (after the curriculum and the per-phase flags).
-/// Without `--phases` the phases are il and sim, and real when it has episodes. A phase not listed
-/// runs none (its own flag is then an error); `--episodes N` sets each listed phase whose own flag
-/// was not given; real, listed with no count from anywhere, runs 100.
-void select_phases(const std::string& list, int episodes, learner::train_options& t, const CLI::App& cmd) {
-  const bool explicit_list = cmd.count("--phases") > 0;
-  bool on[3] = {!explicit_list, !explicit_list, !explicit_list && t.real_episodes > 0};
-  if (explicit_list) {
-    std::size_t from = 0;
-    while (from <= list.size()) {
-      std::size_t to = std::min(list.find(',', from), list.size());
-      const std::string ph = list.substr(from, to - from);
-      if (ph == "il") on[0] = true;
-      else if (ph == "sim") on[1] = true;
-      else if (ph == "real") on[2] = true;
-      else throw error(errc::bad_argument, "", "--phases", "unknown phase '" + ph + "' (il, sim, real)");
-      from = to + 1;
-    }
-  }
-  if (cmd.count("--episodes") > 0 && episodes < 0) throw error(errc::bad_argument, "", "--episodes", "must be >= 0");
-  const char* names[3] = {"il", "sim", "real"};
-  const char* flags[3] = {"--il-episodes", "--rl-episodes", "--real-episodes"};
-  int* counts[3] = {&t.il_episodes, &t.rl_episodes, &t.real_episodes};
-  for (int k = 0; k < 3; ++k) {
-    const bool own = cmd.count(flags[k]) > 0;
-    if (!on[k]) {
-      if (own && *counts[k] > 0)
-        throw error(errc::bad_argument, "", flags[k], std::string("phase ") + names[k] + " is not among --phases " + list);
-      *counts[k] = 0;
-    } else if (!own && cmd.count("--episodes") > 0) {
-      *counts[k] = episodes;
-    } else if (k == 2 && *counts[k] == 0 && !own) {
-      *counts[k] = 100;
-    }
-  }
 }
 
 void add_train(CLI::App& app) {

@@ -1,11 +1,9 @@
 // The curriculum file (curriculum.hpp).
 #include <doppler/learner/curriculum.hpp>
-#include <doppler/runtime/placer.hpp>
-
-#include <algorithm>
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/placer.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -130,9 +128,8 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     if (s.contains("hint")) {
       if (!s["hint"].is_string()) r.fail(errc::bad_type, "policy.hint", "expected a placer name (or \"\" for none)");
       p.hint = s["hint"].get<std::string>();
-      const auto names = placer_names();
-      if (!p.hint.empty() && p.hint != "auto" && std::find(names.begin(), names.end(), p.hint) == names.end())
-        r.fail(errc::bad_value, "policy.hint", "unknown placer '" + p.hint + "'");
+      if (!p.hint.empty() && p.hint != "auto" && !is_placer(p.hint))
+        r.fail(errc::bad_value, "policy.hint", "unknown placer '" + p.hint + "' (auto, " + placer_list() + ")");
     }
     r.integer(s, "policy", "hint_budget", p.hint_budget, 1);
     if (s.contains("kind")) {

@@ -69,63 +69,62 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
     if (is_baseline(opt.kind))
       throw error(errc::bad_argument, "learner: a hint placement feeds PLC's device features; policy kind " +
                                           policy_kind_name(opt.kind) + " has none (dual or joint)");
-    const auto names = placer_names();
-    if (opt.hint != "auto" && std::find(names.begin(), names.end(), opt.hint) == names.end()) {
-      std::string list;
-      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-      throw error(errc::unknown_kind, "learner: unknown hint placer '" + opt.hint + "' (auto, " + list + ")");
-    }
+    if (opt.hint != "auto" && !is_placer(opt.hint))
+      throw error(errc::unknown_kind, "learner: unknown hint placer '" + opt.hint + "' (auto, " + placer_list() + ")");
     if (opt.hint_budget < 1) throw error(errc::bad_argument, "learner: the hint budget must be >= 1");
   }
 }
 
 const placement* policy::hint_for(const problem& pb) { return impl_->hint_for(pb); }
 
-const placement* policy::impl::hint_for(const problem& pb) {
-  const auto& o = opt;
-  if (o.hint.empty()) return nullptr;
-  if (pb.hint()) return pb.hint();
-  auto it = hints.find(pb.key());
-  if (it == hints.end()) {
-    if (hints.size() >= 256) hints.clear();
-    placer_options po;
-    po.seed = 0;
-    po.budget = o.hint_budget;
-    po.sim.model = o.hint_model;
-    po.sim.transfers = pb.shared_transfers();
-    po.respect_memory = pb.respect_memory();
-    auto run = [&](const char* name) {
-      try {
-        placement p = make_placer(name)->place(pb.g(), pb.c(), pb.cm(), po);
-        check_placement(p, pb.g(), pb.c());
-        return p;
-      } catch (const error& e) {
-        throw error(e.code(), std::string("learner: hint placer '") + name + "': " + e.what());
-      }
-    };
-    placement best;
-    if (o.hint != "auto") {
-      best = run(o.hint.c_str());
-    } else {  // the fastest candidate that places the graph under the hint model (the first on ties)
-      double best_ms = INFINITY;
-      std::string failures;
-      for (const char* name : hint_auto_candidates) {
-        try {
-          placement p = run(name);
-          const double ms = simulate(pb.g(), pb.c(), p, pb.cm(), po.sim).makespan;
-          if (best.device.empty() || ms < best_ms) {
-            best_ms = ms;
-            best = std::move(p);
-          }
-        } catch (const error& e) {
-          failures += std::string(failures.empty() ? "" : "; ") + e.what();
-        }
-      }
-      if (best.device.empty()) throw error(errc::infeasible, "learner: hint auto: no candidate placed the graph (" + failures + ")");
+namespace {
+
+/// The hint placement of pb for opt.hint (policy_options: seed 0, the hint's budget and model, the
+/// problem's transfers); auto: the fastest candidate that places the graph (the first on ties).
+placement compute_hint(const policy_options& opt, const problem& pb) {
+  placer_options po;
+  po.seed = 0;
+  po.budget = opt.hint_budget;
+  po.sim.model = opt.hint_model;
+  po.sim.transfers = pb.shared_transfers();
+  po.respect_memory = pb.respect_memory();
+  auto run = [&](const std::string& name) {
+    try {
+      placement p = make_placer(name)->place(pb.g(), pb.c(), pb.cm(), po);
+      check_placement(p, pb.g(), pb.c());
+      return p;
+    } catch (const error& e) {
+      throw error(e.code(), "learner: hint placer '" + name + "': " + e.what());
     }
-    it = hints.emplace(pb.key(), std::move(best)).first;
+  };
+  if (opt.hint != "auto") return run(opt.hint);
+  placement best;
+  double best_ms = INFINITY;
+  std::string failures;
+  for (const char* name : hint_auto_candidates) {
+    try {
+      placement p = run(name);
+      const double ms = simulate(pb.g(), pb.c(), p, pb.cm(), po.sim).makespan;
+      if (best.device.empty() || ms < best_ms) {
+        best_ms = ms;
+        best = std::move(p);
+      }
+    } catch (const error& e) {
+      failures += (failures.empty() ? "" : "; ") + std::string(e.what());
+    }
   }
-  return &it->second;
+  if (best.device.empty()) throw error(errc::infeasible, "learner: hint auto: no candidate placed the graph (" + failures + ")");
+  return best;
+}
+
+}  // namespace
+
+const placement* policy::impl::hint_for(const problem& pb) {
+  if (opt.hint.empty()) return nullptr;
+  if (pb.hint()) return pb.hint();
+  if (auto it = hints.find(pb.key()); it != hints.end()) return &it->second;
+  if (hints.size() >= 256) hints.clear();
+  return &hints.emplace(pb.key(), compute_hint(opt, pb)).first->second;
 }
 policy::~policy() = default;
 policy::policy(policy&&) noexcept = default;

@@ -231,12 +231,20 @@ std::string placer_description(std::string_view name) {
   return {};
 }
 
+bool is_placer(std::string_view name) {
+  return std::any_of(std::begin(registry), std::end(registry), [&](const auto& e) { return name == e.name; });
+}
+
+std::string placer_list() {
+  std::string known;
+  for (const auto& e : registry) known += (known.empty() ? "" : ", ") + std::string(e.name);
+  return known;
+}
+
 std::unique_ptr<placer> make_placer(std::string_view name) {
   for (const auto& e : registry)
     if (name == e.name) return e.make();
-  std::string known;
-  for (const auto& e : registry) known += (known.empty() ? "" : ", ") + std::string(e.name);
-  throw error(errc::unknown_kind, "", "", "unknown placement method \"" + std::string(name) + "\" (known: " + known + ")");
+  throw error(errc::unknown_kind, "", "", "unknown placement method \"" + std::string(name) + "\" (known: " + placer_list() + ")");
 }
 
 }  // namespace doppler

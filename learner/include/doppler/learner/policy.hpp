@@ -73,7 +73,8 @@ struct policy_options {
   /// the simulator model `hint_model`; problem::with_hint overrides it per problem. "auto": per
   /// problem, whichever of hint_auto_candidates simulates fastest under `hint_model`.
   std::string hint;
-  int hint_budget = 20000;
+  static constexpr int default_hint_budget = 20000;
+  int hint_budget = default_hint_budget;
   sim_model hint_model = sim_model::simple;
   /// The device-feature columns the network reads: all of them with a hint, else the paper's.
   int device_inputs() const noexcept { return hint.empty() ? device_feature_count_no_hint : device_feature_count; }
@@ -85,7 +86,7 @@ struct policy_options {
   policy_options& with_proj(int p) { proj = p; return *this; }
   policy_options& with_mlp(int m) { mlp = m; return *this; }
   policy_options& with_seed(std::uint64_t s) { seed = s; return *this; }
-  policy_options& with_hint(std::string placer, int budget = 20000, sim_model model = sim_model::simple) {
+  policy_options& with_hint(std::string placer, int budget = default_hint_budget, sim_model model = sim_model::simple) {
     hint = std::move(placer);
     hint_budget = budget;
     hint_model = model;

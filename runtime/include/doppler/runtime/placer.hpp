@@ -38,6 +38,10 @@ class placer {
 
 /// Names: single, round-robin, random, cp, heft, m-etf, metis, search.
 std::vector<std::string> placer_names();
+/// Whether `name` is one of placer_names().
+bool is_placer(std::string_view name);
+/// placer_names() as "single, round-robin, ..." (for error messages).
+std::string placer_list();
 std::string placer_description(std::string_view name);
 /// Throws `errc::unknown_kind` listing the valid names.
 std::unique_ptr<placer> make_placer(std::string_view name);
