@@ -2,6 +2,7 @@
 // Built only with LibTorch, into doppler-learn (`doppler` forwards these commands to it).
 
 #include "commands.hpp"
+#include "learn_real.hpp"
 #include "learn_setup.hpp"
 
 #include <doppler/comm/multicast.hpp>
@@ -18,11 +19,6 @@
 #include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
-
-#ifdef DOPPLER_HAVE_ACTORS
-#include <doppler/actors/engine.hpp>
-#include <doppler/actors/online.hpp>
-#endif
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -231,10 +227,6 @@ void add_train(CLI::App& app) {
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
     select_phases(o->phases, o->episodes, o->t, *cmd);
-    if (n_graphs > 1 && o->t.real_episodes > 0)  // from --real-episodes, --phases or the curriculum
-      throw error(errc::bad_argument, "", "--real-episodes",
-                  "phase III measures one graph; " + std::to_string(n_graphs) +
-                      " were given with --graph (leave real out of --phases and the curriculum's real_episodes at 0)");
     if (o->teacher_budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
     if (o->p.hint_budget < 1) throw error(errc::bad_argument, "", "--hint-budget", "must be >= 1");
     if (o->algorithm != "reinforce" && o->algorithm != "ppo")
@@ -328,14 +320,12 @@ void add_train(CLI::App& app) {
     const int real = o->t.real_episodes;
     if (!o->real_stragglers.empty() && real == 0)
       throw error(errc::bad_argument, "", "--real-straggler", "slows a device of phase III's runtime: needs --real-episodes");
-#ifdef DOPPLER_HAVE_ACTORS
-    engine_options real_engine;
-    real_engine.stragglers = parse_stragglers(o->real_stragglers, c, "--real-straggler");
-#endif
 #ifndef DOPPLER_HAVE_ACTORS
     if (real > 0)
       throw error(errc::bad_argument, "", "--real-episodes", "this build has no actor runtime (DOPPLER_WITH_ACTORS=OFF)");
 #endif
+    for (std::size_t k = 0; k < clusters.size(); ++k)  // checked before the simulated phases run
+      parse_stragglers(o->real_stragglers, clusters[k], "--real-straggler");
     o->t.real_episodes = 0;  // phase III runs below, through the learner actor
     if (o->t.real_batch < 1) throw error(errc::bad_argument, "", "--real-batch", "must be >= 1");
     if (o->t.real_eval_every < 0) throw error(errc::bad_argument, "", "--real-eval-every", "must be >= 0");
@@ -343,106 +333,27 @@ void add_train(CLI::App& app) {
     if (!(o->t.real_select_margin >= 0))
       throw error(errc::bad_argument, "", "--real-select-margin", "must be >= 0");
     std::string real_summary;
-    bool kept_initial = false;
     o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + real, n_graphs > 1 ? 1.0 : cp);
     auto r = learner::train(pol, pbs, o->t);
     if (real == 0) pol.save(o->out);
+    real_phase_result real_res;
 #ifdef DOPPLER_HAVE_ACTORS
     if (real > 0) {
-      // Phase III through the learner actor (no files, no polling): the trained policy moves into a
-      // `doppler` learner served by an actor in the engine's actor system. The actor places (a
-      // sampled rollout), the engine measures, `observe` takes a REINFORCE step every `real_batch`
-      // episodes; after every `real_eval_every` steps the greedy placement is measured too (model
-      // selection: the learner writes the parameters whose greedy placement measured best).
-      auto t0 = std::chrono::steady_clock::now();
-      engine eng(c, real_engine);
-      auto shared = std::make_shared<const graph>(g);
-      learner_config lc;
-      lc.costs = cm;
-      lc.sim = o->t.sim;
-      lc.seed = o->t.seed;
-      learner::doppler_learner_options lo;
-      lo.online_lr = o->t.rl_lr * o->t.lr_final;  // phase II's final learning rate
-      lo.temperature = o->t.temperature;
-      lo.gamma = o->t.gamma;
-      lo.entropy = o->t.entropy_final;
-      lo.online_batch = o->t.real_batch;
-      lo.normalize_advantages = o->t.normalize_advantages;
-      lo.advantage_floor = o->t.advantage_floor;
-      lo.exploit_measured = false;  // the greedy placement reported is the policy's
-      lo.select_measured = o->t.real_eval_every > 0;
-      lo.select_margin = o->t.real_select_margin;
-      learner_client client = eng.spawn_learner(learner::make_doppler_learner(std::move(pol), lc, lo));
-      const auto ro = run_options{}.with_repeat(std::max(1, o->real_repeat)).with_trace(false);
-      // One discarded run first: an engine's first run pays one-time costs (threads starting, pages
-      // faulting in), which would make the initial greedy measurement look slower than the final one.
-      eng.run(shared, client.place(shared), run_options{}.with_trace(false));
-      int episode = static_cast<int>(r.curve.size()), updates = 0, evals = 0;
-      double best = std::numeric_limits<double>::infinity(), best_greedy = best, loss = 0;
-      struct seen {  // a distinct greedy placement measured, with its measurements
-        placement p;
-        double sum = 0;
-        int n = 0;
-        double mean() const { return sum / n; }
-      };
-      std::vector<seen> greedies;
-      auto measure = [&](const placement& p) {  // observed: the learner's model selection sees it
-        double ms = eng.run(shared, p, ro).mean_makespan();
-        client.observe(shared, p, ms);
-        auto it = std::find_if(greedies.begin(), greedies.end(), [&](const seen& x) { return same_placement(x.p, p); });
-        if (it == greedies.end()) it = greedies.insert(greedies.end(), seen{p});
-        it->sum += ms;
-        ++it->n;
-        return ms;
-      };
-      auto measure_greedy = [&] {  // an evaluation of the current parameters
-        double ms = measure(client.place(shared));
-        ++evals;
-        best_greedy = std::min(best_greedy, ms);
-        r.curve.push_back({episode, "real-greedy", ms, best_greedy, loss, -1, 0});  // after episode `episode`
-        return ms;
-      };
-      r.real_initial_greedy = measure_greedy();  // the parameters phase II left
-      for (int k = 1; k <= real; ++k) {
-        placement p = client.place(shared, true, o->t.seed * 1000003ULL + static_cast<std::uint64_t>(k));
-        double ms = eng.run(shared, p, ro).mean_makespan();
-        learner_update u = client.observe(shared, p, ms);
-        if (u.updated) {
-          loss = u.loss;
-          ++updates;
-        }
-        best = std::min(best, ms);
-        learner::train_row row{++episode, "real", ms, best, loss, -1, 0};
-        r.curve.push_back(row);
-        o->t.on_episode(row);
-        if (u.updated && o->t.real_eval_every > 0 && updates % o->t.real_eval_every == 0) measure_greedy();
-      }
-      if (o->t.real_eval_every > 0 && updates % o->t.real_eval_every != 0) measure_greedy();  // the last parameters
-      // Confirmation: the best of many noisy evaluations is partly luck, so the initial greedy
-      // placement and the two best-measured others are measured `real_confirm` more times,
-      // interleaved; the learner's means (and so its selection) include these measurements.
-      int confirmed = 0;
-      if (o->t.real_eval_every > 0 && o->t.real_confirm > 0 && greedies.size() > 1) {
-        std::vector<placement> cand{greedies.front().p};
-        std::vector<const seen*> rest;
-        for (std::size_t i = 1; i < greedies.size(); ++i) rest.push_back(&greedies[i]);
-        std::sort(rest.begin(), rest.end(), [](const seen* a, const seen* b) { return a->mean() < b->mean(); });
-        for (std::size_t i = 0; i < rest.size() && i < 2; ++i) cand.push_back(rest[i]->p);
-        for (int k = 0; k < o->t.real_confirm; ++k)
-          for (const auto& p : cand) measure(p);
-        confirmed = static_cast<int>(cand.size());
-      }
-      // The selected parameters: the learner writes them; read them back for the final report.
-      client.save(o->out);
-      client.load(o->out);
-      placement greedy = client.place(shared);
-      r.real_final_greedy = eng.run(shared, greedy, ro).mean_makespan();
-      r.greedy_makespan = learner::score(pb, greedy, o->t.sim);
-      r.real_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      kept_initial = !greedies.empty() && same_placement(greedies.front().p, greedy);
-      real_summary = fmt::format("{} updates of {} episodes, {} greedy evaluations{}", updates, o->t.real_batch, evals,
-                                 confirmed ? fmt::format(", {} best re-measured {} times", confirmed, o->t.real_confirm)
-                                           : std::string());
+      real_phase_options ro;
+      ro.episodes = real;
+      ro.repeat = o->real_repeat;
+      ro.stragglers = o->real_stragglers;
+      real_res = run_real_phase(std::move(pol), graphs, cluster_of, clusters.size(), cm, o->t, ro, o->out, r.curve);
+      r.real_initial_greedy = real_res.graphs[0].initial_greedy;
+      r.real_final_greedy = real_res.graphs[0].final_greedy;
+      r.real_seconds = real_res.seconds;
+      for (std::size_t k = 0; k < n_graphs; ++k)
+        r.per_problem[k].greedy_makespan = learner::score(problems[k], real_res.graphs[k].greedy, o->t.sim);
+      r.greedy_makespan = r.per_problem[0].greedy_makespan;
+      real_summary = fmt::format("{} updates of {} episodes, {} greedy evaluations{}", real_res.updates, o->t.real_batch,
+                                 real_res.evaluations,
+                                 real_res.confirmed ? fmt::format(", {} best re-measured {} times", real_res.confirmed, o->t.real_confirm)
+                                                    : std::string());
     }
 #endif
     int eps = o->t.il_episodes + o->t.rl_episodes;  // simulated episodes (phase III reported apart)
@@ -458,19 +369,24 @@ void add_train(CLI::App& app) {
                              : std::string("no phase I (--il-episodes 0)\n"),
         r.il_seconds, r.rl_seconds, eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0, o->out);
     if (real > 0)
-      std::cout << fmt::format("phase III (learner actor): measured greedy makespan {:.6g} s -> {:.6g} s (after a warm-up run; "
+      std::cout << fmt::format("phase III (learner actor): {}measured greedy makespan {:.6g} s -> {:.6g} s (after a warm-up run; "
                                "one measurement each: compare placements with `doppler run`; {} episodes, {}{}, {:.1f} s)\n",
-                               r.real_initial_greedy, r.real_final_greedy, real, real_summary,
-                               o->t.real_eval_every > 0 ? (kept_initial ? "; wrote phase II's parameters (none measured faster)"
+                               n_graphs > 1 ? "graph 0's " : "", r.real_initial_greedy, r.real_final_greedy, real, real_summary,
+                               o->t.real_eval_every > 0 ? (real_res.kept_initial ? "; wrote phase II's parameters (none measured faster)"
                                                                     : "; wrote later parameters that measured faster")
                                          : "",
                                r.real_seconds);
     if (n_graphs > 1)
       for (std::size_t k = 0; k < n_graphs; ++k) {
         const auto& q = r.per_problem[k];
-        std::cout << fmt::format("graph {} ({} on {}): cp {:.6g} s, initial greedy {:.6g} s, greedy {:.6g} s ({:.3f}x cp)\n", k,
+        std::cout << fmt::format("graph {} ({} on {}): cp {:.6g} s, initial greedy {:.6g} s, greedy {:.6g} s ({:.3f}x cp){}\n", k,
                                  o->graphs[k], cluster_of(k).name(), q.cp_makespan, q.initial_greedy_makespan, q.greedy_makespan,
-                                 q.greedy_makespan / q.cp_makespan);
+                                 q.greedy_makespan / q.cp_makespan,
+                                 real > 0 ? fmt::format("; measured: cp {:.6g} s, greedy {:.6g} s -> {:.6g} s ({:.3f}x cp)",
+                                                        real_res.graphs[k].cp, real_res.graphs[k].initial_greedy,
+                                                        real_res.graphs[k].final_greedy,
+                                                        real_res.graphs[k].final_greedy / real_res.graphs[k].cp)
+                                          : std::string());
       }
     if (!o->csv.empty()) learner::write_text_file(o->csv, learner::curve_csv(r.curve, n_graphs > 1));
     if (!o->svg.empty()) {

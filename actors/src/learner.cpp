@@ -131,6 +131,11 @@ learner_train_report learner_client::train(std::shared_ptr<const graph> g, int e
 void learner_client::save(const std::string& path) const { impl_->ask<caf::ok_atom>(actors::save_atom::value, path); }
 void learner_client::load(const std::string& path) const { impl_->ask<caf::ok_atom>(actors::load_atom::value, path); }
 
+learner_client learner_client::on(std::shared_ptr<const cluster> c) const {
+  if (!c) throw error(errc::bad_argument, "learner_client::on: no cluster");
+  return learner_client(std::make_shared<impl>(impl{impl_->sys, impl_->a, std::move(c)}));
+}
+
 }  // namespace doppler
 
 namespace doppler::actors {

@@ -33,19 +33,19 @@ class doppler_learner final : public learner_interface {
   std::string_view name() const noexcept override { return "doppler"; }
 
   placement place(const graph& g, const cluster& c, bool explore, std::uint64_t seed) override {
-    auto& pb = problem_for(g, c);
+    auto& st = state_for(g, c);
     rollout_options o = explore ? rollout_options::sample(seed, opt_.temperature) : rollout_options{};
-    episode ep = pol_.rollout(pb, o);
+    episode ep = pol_.rollout(*st.pb, o);
     ep.result.method = "doppler";
     placement p = ep.result;
     if (!explore && opt_.select_measured) {  // an observation of it evaluates these parameters
-      greedy_ = p;
-      greedy_update_ = stats_.updates;
+      st.greedy = p;
+      st.greedy_update = stats_.updates;
     }
     if (!explore && opt_.exploit_measured) {
-      const measured* mine = find(p);
+      const measured* mine = st.find(p);
       const measured* best = nullptr;
-      for (const auto& m : measured_)
+      for (const auto& m : st.seen)
         if (!best || m.mean() < best->mean()) best = &m;
       if (mine && best && best->mean() < mine->mean()) {
         ++stats_.best_measured;
@@ -54,32 +54,32 @@ class doppler_learner final : public learner_interface {
       }
     }
     if (explore) {  // remembered for the REINFORCE step its observation takes
-      handed_.push_back(std::move(ep));
-      if (handed_.size() > 64) handed_.pop_front();
+      st.handed.push_back(std::move(ep));
+      if (st.handed.size() > 64) st.handed.pop_front();
     }
     return p;
   }
 
   void observe(const graph& g, const cluster& c, const placement& p, double makespan) override {
-    auto& pb = problem_for(g, c);
+    auto& st = state_for(g, c);
     last_ = {};
     ++stats_.observed;
-    cost_sum_ += makespan;
-    ++cost_n_;
-    if (measured* m = find(p)) {
+    st.cost_sum += makespan;
+    ++st.cost_n;
+    if (measured* m = st.find(p)) {
       m->sum += makespan;
       ++m->n;
     } else {
-      measured_.push_back({p, makespan, 1});
-      if (measured_.size() > 256) measured_.pop_front();
+      st.seen.push_back({p, makespan, 1});
+      if (st.seen.size() > 256) st.seen.pop_front();
     }
-    if (opt_.select_measured) select_observed(p, makespan);
-    for (auto it = handed_.begin(); it != handed_.end(); ++it) {
+    if (opt_.select_measured) select_observed(st, p, makespan);
+    for (auto it = st.handed.begin(); it != st.handed.end(); ++it) {
       if (!same_placement(it->result, p)) continue;
-      pending_.push_back(std::move(*it));
-      pending_costs_.push_back(makespan);
-      handed_.erase(it);
-      if (static_cast<int>(pending_.size()) >= opt_.online_batch) update(pb);
+      st.pending.push_back(std::move(*it));
+      st.pending_costs.push_back(makespan);
+      st.handed.erase(it);
+      if (static_cast<int>(st.pending.size()) >= opt_.online_batch) update(st);
       break;
     }
   }
@@ -87,14 +87,14 @@ class doppler_learner final : public learner_interface {
   learner_update last_update() const override { return last_; }
 
   learner_train_report train(const graph& g, const cluster& c, int episodes) override {
-    auto& pb = problem_for(g, c);
+    auto& st = state_for(g, c);
     train_options t;
     t.il_episodes = 0;
     t.rl_episodes = episodes;
     t.batch = opt_.batch;
     t.sim = cfg_.sim;
     t.seed = cfg_.seed + static_cast<std::uint64_t>(++trainings_);
-    auto r = learner::train(pol_, pb, t);
+    auto r = learner::train(pol_, *st.pb, t);
     forget_episodes();  // the parameters moved: old episodes are off-policy, old evaluations stale
     return {episodes, r.best_makespan, r.greedy_makespan};
   }
@@ -108,14 +108,14 @@ class doppler_learner final : public learner_interface {
   }
   void load(const std::string& path) override {
     pol_ = policy::load(path);
-    forget_episodes();
-    measured_.clear();
-    problem_.reset();
+    evals_.clear();
+    states_.clear();  // the problems' episodes, measurements and hints belonged to the old policy
   }
 
   doppler_learner_stats stats() const {
     auto st = stats_;
-    st.pending = static_cast<int>(pending_.size());
+    for (const auto& s : states_) st.pending += static_cast<int>(s->pending.size());
+    st.problems = static_cast<int>(states_.size());
     if (const evaluation* sel = selected()) st.selected_update = sel->update;
     return st;
   }
@@ -127,15 +127,41 @@ class doppler_learner final : public learner_interface {
     int n = 0;
     double mean() const { return sum / n; }
   };
-  /// Parameters whose greedy placement was measured (select_measured), after `update` updates: the
-  /// measurement that evaluated them (`first`) and every later one of that placement. Only the later
-  /// ones are statistics: the lowest of many noisy evaluations is partly luck, so the measurement
-  /// that nominated a placement does not also judge it (measured_ forgets old placements: these are
-  /// kept apart).
-  struct evaluation {
+  /// What the learner keeps per problem (graph, cluster) it is asked about: the problem itself,
+  /// the phase-III episodes of its placements, their measurements, its cost baseline.
+  struct problem_state {
+    int id = 0;                  // evaluations refer to the problem by it
+    std::uint64_t used = 0;      // when last asked about (least recently used goes first)
+    std::unique_ptr<graph> g;    // copies: the problem references them
+    std::unique_ptr<cluster> c;
+    std::optional<problem> pb;
+    std::deque<episode> handed;   // exploring episodes awaiting their observation
+    std::deque<measured> seen;    // observed placements of this problem, mean makespans (256 most recent)
+    std::vector<episode> pending;   // observed exploring episodes awaiting their batch's update ...
+    std::vector<double> pending_costs;  // ... and their measured costs
+    placement greedy;               // the latest greedy placement handed out ...
+    int greedy_update = -1;         // ... after this many updates (-1: none since a reset)
+    double cost_sum = 0;            // the running-mean baseline of observed costs
+    std::size_t cost_n = 0;
+
+    /// Identity of a problem: name, sizes and total FLOPs of the graph; name and size of the cluster.
+    bool is(const graph& g2, const cluster& c2) const {
+      return g->name() == g2.name() && g->size() == g2.size() && g->edge_count() == g2.edge_count() &&
+             g->total_flops() == g2.total_flops() && c->name() == c2.name() && c->device_count() == c2.device_count();
+    }
+    measured* find(const placement& p) {
+      for (auto& m : seen)
+        if (same_placement(m.p, p)) return &m;
+      return nullptr;
+    }
+  };
+  /// The greedy placement of evaluated parameters on one problem and its measurements: the one
+  /// that evaluated them (`first`) and every later one. Only the later ones are statistics: the
+  /// lowest of many noisy evaluations is partly luck, so the measurement that nominated a
+  /// placement does not also judge it.
+  struct scored {
+    int problem = 0;  // problem_state::id
     placement p;
-    std::string params;
-    int update = 0;
     double first = 0;
     double sum = 0, sumsq = 0;
     int n = 0;
@@ -153,107 +179,172 @@ class doppler_learner final : public learner_interface {
       ++n;
     }
   };
-  measured* find(const placement& p) {
-    for (auto& m : measured_)
-      if (same_placement(m.p, p)) return &m;
-    return nullptr;
+  /// Parameters whose greedy placements were measured (select_measured), after `update` updates:
+  /// one `scored` per problem measured so far. Kept apart from the problems' `measured` lists,
+  /// which forget old placements.
+  struct evaluation {
+    std::string params;
+    int update = 0;
+    std::vector<scored> on;
+    const scored* at(int problem) const {
+      for (const auto& s : on)
+        if (s.problem == problem) return &s;
+      return nullptr;
+    }
+  };
+  /// How e compares with the incumbent `inc` on the problems inc was measured on: the mean over
+  /// them of e's mean / inc's mean (1 for inc itself), and the squared standard error of
+  /// 1 − that ratio (each problem's difference of means in units of inc's mean). Empty when e
+  /// lacks one of inc's problems. With one problem this is the plain difference of means, scaled.
+  struct ratio {
+    double mean = 0, se2 = 0;
+  };
+  static std::optional<ratio> compare(const evaluation& e, const evaluation& inc) {
+    if (inc.on.empty()) return std::nullopt;
+    ratio r;
+    for (const auto& i : inc.on) {
+      const scored* x = e.at(i.problem);
+      if (!x) return std::nullopt;
+      r.mean += x->mean() / i.mean();
+      r.se2 += (x->se2() + i.se2()) / (i.mean() * i.mean());
+    }
+    const double k = static_cast<double>(inc.on.size());
+    r.mean /= k;
+    r.se2 /= k * k;
+    return r;
   }
   /// The selected parameters (nullptr: none evaluated). The incumbent is the first evaluated (the
-  /// parameters the learner started from); another replaces it when its mean is lower by more than
-  /// `select_margin` standard errors of the difference (so both re-measured at least twice; margin
-  /// 0: the lowest mean).
+  /// parameters the learner started from); another replaces it when its mean ratio to the
+  /// incumbent (compare) is below 1 by more than `select_margin` of its standard errors (so both
+  /// re-measured at least twice; margin 0: the lowest mean ratio).
   const evaluation* selected() const {
     if (evals_.empty()) return nullptr;
     const evaluation* inc = &evals_.front();
     const evaluation* best = inc;
+    double best_ratio = 1;
     for (const auto& e : evals_) {
-      if (!(e.mean() < best->mean())) continue;
-      const double diff = inc->mean() - e.mean();
-      if (opt_.select_margin <= 0 || diff > opt_.select_margin * std::sqrt(e.se2() + inc->se2())) best = &e;
+      auto r = compare(e, *inc);
+      if (!r || !(r->mean < best_ratio)) continue;
+      if (opt_.select_margin <= 0 || 1 - r->mean > opt_.select_margin * std::sqrt(r->se2)) {
+        best = &e;
+        best_ratio = r->mean;
+      }
     }
     return best;
   }
 
-  /// select_measured: a measurement of an evaluated placement adds to its statistics; a measurement
-  /// of the greedy placement of the current parameters (handed out with no update since) evaluates
-  /// them: one entry per distinct placement (parameters with the same greedy placement are the same
-  /// choice); the incumbent and the 15 best-measured others are kept.
-  void select_observed(const placement& p, double makespan) {
-    const bool evaluates = greedy_update_ == stats_.updates && same_placement(p, greedy_);
+  /// select_measured: a measurement of an evaluated placement adds to its statistics wherever it
+  /// appears; a measurement of the greedy placement of the current parameters (handed out with no
+  /// update since) evaluates them on that problem. Parameters whose greedy placements equal another
+  /// evaluation's on every problem are the same choice (one entry); the incumbent and the 15
+  /// best-measured others are kept.
+  void select_observed(const problem_state& st, const placement& p, double makespan) {
+    const bool evaluates = st.greedy_update == stats_.updates && same_placement(p, st.greedy);
     stats_.evaluations += evaluates;
+    std::optional<scored> known;
     for (auto& e : evals_)
-      if (same_placement(e.p, p)) return e.add(makespan);
+      for (auto& s : e.on)
+        if (s.problem == st.id && same_placement(s.p, p)) {
+          s.add(makespan);
+          known = s;
+        }
     if (!evaluates) return;
-    evals_.push_back({p, pol_.snapshot(), stats_.updates, makespan});
-    if (evals_.size() > 16)
-      evals_.erase(std::max_element(evals_.begin() + 1, evals_.end(),
-                                    [](const evaluation& x, const evaluation& y) { return x.mean() < y.mean(); }));
+    auto cur = std::find_if(evals_.begin(), evals_.end(), [&](const evaluation& e) { return e.update == stats_.updates; });
+    if (cur != evals_.end() && cur->at(st.id)) return;  // evaluated on this problem already
+    if (cur == evals_.end()) cur = evals_.insert(evals_.end(), evaluation{pol_.snapshot(), stats_.updates, {}});
+    // A placement measured before shares its statistics (this measurement already added to them).
+    cur->on.push_back(known ? *known : scored{st.id, p, makespan});
+    const auto same_choice = [&](const evaluation& e) {
+      return &e != &*cur && e.on.size() == cur->on.size() &&
+             std::all_of(cur->on.begin(), cur->on.end(), [&](const scored& s) {
+               const scored* x = e.at(s.problem);
+               return x && same_placement(x->p, s.p);
+             });
+    };
+    if (std::any_of(evals_.begin(), evals_.end(), same_choice)) {
+      evals_.erase(cur);
+      return;
+    }
+    if (evals_.size() > 16) {  // drop the worst-measured other than the incumbent
+      auto worst = evals_.end();
+      double worst_ratio = -1;
+      for (auto it = evals_.begin() + 1; it != evals_.end(); ++it) {
+        auto r = compare(*it, evals_.front());
+        // Incomplete: the current parameters, still being measured, stay; older ones never
+        // complete (entries are only added for the current parameters) and go first.
+        if (!r && it->update == stats_.updates) continue;
+        const double x = r ? r->mean : std::numeric_limits<double>::infinity();
+        if (x > worst_ratio) worst_ratio = x, worst = it;
+      }
+      if (worst != evals_.end()) evals_.erase(worst);
+    }
   }
 
   /// Drops what belongs to the current parameters: episodes handed out or pending an update, the
-  /// evaluated parameters, the latest greedy placement.
+  /// evaluated parameters, the latest greedy placements.
   void forget_episodes() {
-    handed_.clear();
-    pending_.clear();
-    pending_costs_.clear();
+    for (auto& s : states_) {
+      s->handed.clear();
+      s->pending.clear();
+      s->pending_costs.clear();
+      s->greedy_update = -1;
+    }
     evals_.clear();
-    greedy_update_ = -1;
   }
 
-  /// One REINFORCE step on the pending batch: the trainer's advantages against the mean of the
-  /// costs observed before it.
-  void update(const problem& pb) {
+  /// One REINFORCE step on a problem's pending batch: the trainer's advantages against the mean
+  /// of that problem's costs observed before it.
+  void update(problem_state& st) {
     double pending_sum = 0;
-    for (double x : pending_costs_) pending_sum += x;
-    const auto n = pending_costs_.size();
-    const double baseline = cost_n_ > n ? (cost_sum_ - pending_sum) / static_cast<double>(cost_n_ - n)
-                                        : pending_sum / static_cast<double>(n);
-    auto adv = reinforce_advantages(pending_costs_, baseline, opt_.normalize_advantages, opt_.advantage_floor);
+    for (double x : st.pending_costs) pending_sum += x;
+    const auto n = st.pending_costs.size();
+    const double baseline = st.cost_n > n ? (st.cost_sum - pending_sum) / static_cast<double>(st.cost_n - n)
+                                          : pending_sum / static_cast<double>(n);
+    auto adv = reinforce_advantages(st.pending_costs, baseline, opt_.normalize_advantages, opt_.advantage_floor);
     pol_.set_learning_rate(opt_.online_lr);
-    last_.loss = pol_.reinforce_update(pb, pending_, adv, opt_.gamma, opt_.entropy);
+    last_.loss = pol_.reinforce_update(*st.pb, st.pending, adv, opt_.gamma, opt_.entropy);
     last_.updated = true;
     last_.episodes = static_cast<std::int32_t>(n);
     ++stats_.updates;
-    pending_.clear();
-    pending_costs_.clear();
+    st.pending.clear();
+    st.pending_costs.clear();
   }
 
-  /// The problem of (g, c), rebuilt when the graph or the cluster changes (copies are kept: the
-  /// problem references them). Identity: name, sizes and total FLOPs of both.
-  problem& problem_for(const graph& g, const cluster& c) {
-    const bool same = problem_ && g_->name() == g.name() && g_->size() == g.size() &&
-                      g_->edge_count() == g.edge_count() && g_->total_flops() == g.total_flops() &&
-                      c_->name() == c.name() && c_->device_count() == c.device_count();
-    if (!same) {
-      problem_.reset();
-      g_ = std::make_unique<graph>(g);
-      c_ = std::make_unique<cluster>(c);
-      problem_.emplace(*g_, *c_, cfg_.costs);
-      forget_episodes();
-      cost_sum_ = 0;
-      cost_n_ = 0;
-      measured_.clear();
+  /// The state of (g, c), made on first use. At most `max_problems` are kept: a new one beyond
+  /// that replaces the least recently used, whose measurements leave the evaluations with it.
+  problem_state& state_for(const graph& g, const cluster& c) {
+    ++clock_;
+    for (auto& s : states_)
+      if (s->is(g, c)) {
+        s->used = clock_;
+        return *s;
+      }
+    if (states_.size() >= max_problems) {
+      auto lru = std::min_element(states_.begin(), states_.end(), [](const auto& a, const auto& b) { return a->used < b->used; });
+      const int gone = (*lru)->id;
+      states_.erase(lru);
+      for (auto& e : evals_)
+        e.on.erase(std::remove_if(e.on.begin(), e.on.end(), [&](const scored& s) { return s.problem == gone; }), e.on.end());
     }
-    return *problem_;
+    auto st = std::make_unique<problem_state>();
+    st->id = next_id_++;
+    st->used = clock_;
+    st->g = std::make_unique<graph>(g);
+    st->c = std::make_unique<cluster>(c);
+    st->pb.emplace(*st->g, *st->c, cfg_.costs);
+    return *states_.emplace_back(std::move(st));
   }
 
+  static constexpr std::size_t max_problems = 16;
   learner_config cfg_;
   doppler_learner_options opt_;
   policy pol_;
-  std::unique_ptr<graph> g_;
-  std::unique_ptr<cluster> c_;
-  std::optional<problem> problem_;
-  std::deque<episode> handed_;   // exploring episodes awaiting their observation
-  std::deque<measured> measured_;  // observed placements of the current problem, mean makespans
-  std::vector<episode> pending_;     // observed exploring episodes awaiting their batch's update ...
-  std::vector<double> pending_costs_;  // ... and their measured costs
-  std::vector<evaluation> evals_;    // select_measured: evaluated parameters
-  placement greedy_;                 // the latest greedy placement handed out ...
-  int greedy_update_ = -1;           // ... after this many updates (-1: none since a reset)
+  std::vector<std::unique_ptr<problem_state>> states_;
+  std::vector<evaluation> evals_;  // select_measured: evaluated parameters (the first: the incumbent)
   learner_update last_;
-  double cost_sum_ = 0;
-  std::size_t cost_n_ = 0;
   int trainings_ = 0;
+  int next_id_ = 0;
+  std::uint64_t clock_ = 0;
   doppler_learner_stats stats_;
 };
 

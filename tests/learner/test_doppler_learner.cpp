@@ -258,3 +258,86 @@ TEST_CASE("doppler learner measured model selection with a margin: the initial p
   // mean 0.7, s.e. 0.1: 0.37 faster, more than 2 × 0.105 (the difference's s.e.)
   CHECK(stats_of(*l).selected_update == after);
 }
+
+TEST_CASE("doppler learner with several problems: each keeps its own episodes, batch, baseline and measurements") {
+  graph a = paper("chain_mm_112nodes.txt"), b = paper("ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  auto opt = small();
+  opt.online_batch = 2;
+  opt.exploit_measured = false;
+  auto l = make_doppler_learner(learner_config{}.with_seed(6), opt);
+  // Interleaved: a's and b's exploring episodes wait in their own batches; switching problems
+  // drops neither (a learner that kept one problem forgot a's episode when b came).
+  placement pa = l->place(a, c, true, 1), pb = l->place(b, c, true, 2);
+  l->observe(a, c, pa, simulated(a, c, pa));
+  l->observe(b, c, pb, simulated(b, c, pb));
+  CHECK(stats_of(*l).problems == 2);
+  CHECK(stats_of(*l).pending == 2);
+  CHECK(stats_of(*l).updates == 0);
+  placement pa2 = l->place(a, c, true, 3);
+  l->observe(a, c, pa2, simulated(a, c, pa2));
+  CHECK(l->last_update().updated);
+  CHECK(l->last_update().episodes == 2);  // a's two, b's one still waits
+  CHECK(stats_of(*l).pending == 1);
+  // b's waiting episode survived a's update: b's next observed episode completes its batch.
+  placement pb2 = l->place(b, c, true, 4);
+  l->observe(b, c, pb2, simulated(b, c, pb2));
+  CHECK(stats_of(*l).updates == 2);
+  CHECK(stats_of(*l).pending == 0);
+  // Deployment's memory is per problem too: a's best measured placement is never b's greedy.
+  opt.exploit_measured = true;
+  auto d = make_doppler_learner(learner_config{}.with_seed(6), opt);
+  placement ga = d->place(a, c, false, 0), gb = d->place(b, c, false, 0);
+  d->observe(a, c, ga, 2.0);
+  placement other = d->place(a, c, true, 9);
+  REQUIRE(other.device != ga.device);
+  d->observe(a, c, other, 1.0);
+  d->observe(b, c, gb, 2.0);
+  CHECK(d->place(a, c, false, 0).device == other.device);
+  CHECK(d->place(b, c, false, 0).device == gb.device);
+}
+
+TEST_CASE("doppler learner measured model selection over two problems: parameters are judged on both") {
+  graph a = paper("chain_mm_112nodes.txt"), b = paper("ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  auto l = make_doppler_learner(learner_config{}.with_seed(4), selecting(0));
+  placement a0 = l->place(a, c, false, 0), b0 = l->place(b, c, false, 0);
+  l->observe(a, c, a0, 1.0);  // the initial parameters, evaluated on both problems: the incumbent
+  l->observe(b, c, b0, 1.0);
+  CHECK(stats_of(*l).evaluations == 2);
+  CHECK(stats_of(*l).selected_update == 0);
+  // Steps on both until both greedy placements differ from the initial ones.
+  placement a1 = a0, b1 = b0;
+  for (std::uint64_t k = 0; k < 80 && (a1.device == a0.device || b1.device == b0.device); ++k) {
+    const graph& g = k % 2 ? b : a;
+    placement p = l->place(g, c, true, k);
+    l->observe(g, c, p, simulated(g, c, p));
+    a1 = l->place(a, c, false, 0);
+    b1 = l->place(b, c, false, 0);
+  }
+  REQUIRE(a1.device != a0.device);
+  REQUIRE(b1.device != b0.device);
+  const int after = stats_of(*l).updates;
+  // Half a's makespan, measured on a only: not comparable with the incumbent yet.
+  l->observe(a, c, a1, 0.5);
+  CHECK(stats_of(*l).selected_update == 0);
+  // Three times b's: the mean ratio (0.5 + 3) / 2 = 1.75 keeps the incumbent.
+  l->observe(b, c, b1, 3.0);
+  CHECK(stats_of(*l).selected_update == 0);
+  // Later measurements of b1 replace its nominating one: (0.5 + 0.9) / 2 = 0.7, the new parameters win.
+  l->observe(b, c, b1, 0.9);
+  CHECK(stats_of(*l).selected_update == after);
+  auto file = temp_path("learner_two_problems.pt");
+  l->save(file);
+  auto back = make_doppler_learner(learner_config{}.with_policy(file), small());
+  CHECK(back->place(a, c, false, 0).device == a1.device);
+  CHECK(back->place(b, c, false, 0).device == b1.device);
+  // b1 measured slower again: mean 2.45 on b, (0.5 + 2.45) / 2 > 1, the incumbent's parameters.
+  l->observe(b, c, b1, 4.0);
+  CHECK(stats_of(*l).selected_update == 0);
+  l->save(file);
+  back = make_doppler_learner(learner_config{}.with_policy(file), small());
+  CHECK(back->place(a, c, false, 0).device == a0.device);
+  CHECK(back->place(b, c, false, 0).device == b0.device);
+  std::filesystem::remove(file);
+}

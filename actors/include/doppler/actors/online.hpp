@@ -38,6 +38,9 @@ class learner_client {
   learner_train_report train(std::shared_ptr<const graph> g, int episodes) const;
   void save(const std::string& path) const;
   void load(const std::string& path) const;
+  /// A client of the same learner actor whose placements are for cluster `c` (one learner serving
+  /// problems on several clusters, e.g. phase III of `doppler train --graph a b --cluster c1 c2`).
+  learner_client on(std::shared_ptr<const cluster> c) const;
 
  private:
   std::shared_ptr<impl> impl_;

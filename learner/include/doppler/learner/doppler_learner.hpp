@@ -5,7 +5,7 @@
 /// - place: the policy's greedy SEL+PLC placement, or (explore) a sample at the exploration
 ///   temperature; every exploring placement it hands out is remembered with its episode.
 /// - observe: the measured makespan of one of its placements. Every observation moves the baseline
-///   (running mean of the graph's observed costs, the trainer's rule). Observations of exploring
+///   (running mean of the problem's observed costs, the trainer's rule). Observations of exploring
 ///   placements are phase III's episodes: every `online_batch` of them make one REINFORCE step with
 ///   the trainer's advantages (`reinforce_advantages`: (baseline − cost) / baseline against the mean
 ///   of the costs observed before the batch, normalised by the batch's spread when it has ≥ 2),
@@ -15,13 +15,20 @@
 ///   measured and another measured placement has a lower mean — then that one (method
 ///   "doppler:best-measured"): deployment never returns to a placement known to be worse.
 /// - measured model selection (`select_measured`, phase III): an observation of the greedy placement
-///   of the current parameters (no update since the greedy place) evaluates them; `save` writes the
-///   selected parameters: the first evaluated (the incumbent) unless another's greedy placement has a
-///   lower mean measured makespan by more than `select_margin` standard errors of the difference
-///   (both measured at least twice; margin 0: simply the lowest mean) — phase II's model selection
-///   with noisy measurements instead of simulated makespans. Every later measurement of an evaluated
-///   placement adds to its statistics. Training continues from the latest parameters; the optimizer
-///   state written with selected older parameters is fresh.
+///   of the current parameters (no update since the greedy place) evaluates them on that problem;
+///   `save` writes the selected parameters: the first evaluated (the incumbent) unless another's
+///   greedy placements have a lower mean measured makespan by more than `select_margin` standard
+///   errors of the difference (both measured at least twice; margin 0: simply the lowest mean) —
+///   phase II's model selection with noisy measurements instead of simulated makespans. With several
+///   problems the comparison is over the problems the incumbent was measured on (others must have
+///   been measured on all of them): the mean over them of the ratio of means, its standard error
+///   from each problem's difference of means in units of the incumbent's mean (one problem: the rule
+///   above). Every later measurement of an evaluated placement adds to its statistics. Training
+///   continues from the latest parameters; the optimizer state written with selected older
+///   parameters is fresh.
+/// - several problems: the learner keeps each problem's (graph, cluster: same name, sizes and
+///   FLOPs) state apart — its exploring episodes, update batch, baseline and measured placements —
+///   for the 16 most recently used; one REINFORCE step takes one problem's batch.
 /// - train: phase II (REINFORCE in the simulator, `learner_config::sim`) for that many episodes.
 /// - save / load: the policy checkpoint (policy::save / policy::load).
 
@@ -67,6 +74,7 @@ struct doppler_learner_stats {
   int evaluations = 0;    ///< select_measured: observations that evaluated the current parameters
   int pending = 0;        ///< exploring observations waiting for their batch's update
   int selected_update = -1;  ///< select_measured: after how many updates the selected parameters were (-1: none)
+  int problems = 0;          ///< problems (graph, cluster) whose state the learner keeps (at most 16)
 };
 /// The statistics of `l` when it is a `doppler` learner; throws `errc::bad_argument` otherwise.
 doppler_learner_stats stats_of(const learner_interface& l);
