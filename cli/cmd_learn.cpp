@@ -113,7 +113,8 @@ void add_train(CLI::App& app) {
   cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->capture_default_str();
   cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->capture_default_str();
   cmd->add_option("--real-episodes", o->t.real_episodes,
-                  "Phase III episodes: makespans measured on the actor runtime (CPU backend)")->capture_default_str();
+                  "Phase III episodes: makespans measured on the actor runtime (CPU backend); with several --graph "
+                  "files a total, batches taking turns, each graph run on its own cluster")->capture_default_str();
   cmd->add_option("--real-repeat", o->real_repeat, "Phase III: runs averaged per measured episode")->capture_default_str();
   cmd->add_option("--real-batch", o->t.real_batch,
                   "Phase III: measured episodes per REINFORCE step (advantages normalised over the batch, as phase "

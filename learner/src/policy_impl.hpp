@@ -4,6 +4,7 @@
 #include "net.hpp"
 
 #include <doppler/learner/policy.hpp>
+#include <doppler/runtime/cpu_kernels.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -60,7 +61,10 @@ struct policy::impl {
     adam = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(1e-3));
   }
 
+  /// Every pass of the network starts here: OpenBLAS (LibTorch's CPU matmuls) is pinned to one
+  /// thread first, so the numbers do not depend on what else ran in the process.
   const detail::graph_tensors& tensors(const problem& pb) {
+    cpu::pin_blas_to_one_thread();
     auto it = graphs.find(pb.key());
     if (it == graphs.end()) {
       if (graphs.size() > 16) graphs.clear();

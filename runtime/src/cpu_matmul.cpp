@@ -12,6 +12,7 @@
 // Declared by OpenBLAS's cblas.h; repeated so the intent is visible and a reference-BLAS cblas.h
 // would fail at link time rather than silently run multi-threaded.
 extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
 
 namespace doppler::cpu {
 
@@ -19,17 +20,19 @@ using detail::shape_error;
 
 namespace {
 
-void single_thread_blas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
-
 int blas_int(std::size_t v) {
   if (v > static_cast<std::size_t>(INT_MAX)) shape_error("matmul", "extent " + std::to_string(v) + " exceeds BLAS int");
   return static_cast<int>(v);
 }
 
 }  // namespace
+
+void pin_blas_to_one_thread() {
+  if (openblas_get_num_threads() == 1) return;
+  static std::mutex m;  // device workers may race here on their first matmul
+  const std::lock_guard<std::mutex> lock(m);
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
 
 tensor matmul(const tensor& a, const tensor& b) {
   const shape_t& as = a.shape();
@@ -48,7 +51,7 @@ tensor matmul(const tensor& a, const tensor& b) {
   if (out.numel() == 0) return out;
   const std::size_t batch = detail::extent_product(as, 0, as.size() - 2);
   if (k == 0) return out;  // an empty contraction sums nothing
-  single_thread_blas();
+  pin_blas_to_one_thread();
   if (!batched_b) {
     // A shared B: fold A's batch axes into its rows, one GEMM of (batch·m) × k · k × n.
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(batch * m), blas_int(n), blas_int(k), 1.0f,

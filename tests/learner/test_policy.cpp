@@ -98,6 +98,30 @@ TEST_CASE("greedy is deterministic, cached rollout log-probs equal the batched r
         pol.rollout(pb, rollout_options::sample(6)).result.device);
 }
 
+// OpenBLAS's process-wide thread count (LibTorch's CPU matmuls use it) changes float summation
+// order; the policy pins it to one thread before every pass, so a checkpoint computes the same
+// numbers whether or not something (a CPU-backend run, another library) set it otherwise. Before the
+// pin, a phase-III checkpoint's greedy placement in `doppler train` (after CPU-backend runs: one
+// thread) differed in 70 of 145 ops from `doppler place`'s in a fresh process (two threads here).
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
+
+TEST_CASE("a policy's numbers do not depend on OpenBLAS's thread count: it is pinned to one thread") {
+  graph g = paper("8gpu_full_transformer.txt");
+  cluster c = make_preset("doppler-paper:8");
+  cost_model cm;
+  problem pb(g, c, cm);
+  policy pol(policy_options().with_hidden(128).with_steps(6).with_seed(5));  // the paper's sizes: larger matmuls
+  auto ep = pol.rollout(pb, rollout_options::sample(11, 1.0));
+  CHECK(openblas_get_num_threads() == 1);
+  const double one = pol.recompute_log_prob(pb, ep);
+  for (int threads : {2, 4}) {
+    openblas_set_num_threads(threads);
+    CHECK(pol.recompute_log_prob(pb, ep) == one);  // bit for bit
+    CHECK(openblas_get_num_threads() == 1);
+  }
+}
+
 TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler placer loads it") {
   graph g = paper("transformer_block_215nodes.txt");
   cluster c = make_preset("doppler-paper:4");

@@ -21,6 +21,12 @@ inline constexpr std::size_t synthetic_buffer = 256;
 /// call for a shared 2-D B (batch folded into rows), one per batch entry otherwise.
 tensor matmul(const tensor& a, const tensor& b);
 
+/// Pins OpenBLAS to one thread (a no-op when it already is). OpenBLAS's thread count is process-wide
+/// and changes float summation order: matmul calls it, and so does the learner (LibTorch's CPU
+/// matmuls go through the same OpenBLAS), so a policy computes the same numbers — and the same
+/// greedy placement — whether or not a CPU-backend run came first in the process.
+void pin_blas_to_one_thread();
+
 /// x + y, y equal to x's shape or to x's trailing axes (broadcast over x's leading axes).
 tensor add(const tensor& x, const tensor& y);
 /// x · y elementwise, with add's broadcast.
