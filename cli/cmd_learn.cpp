@@ -228,6 +228,10 @@ void add_train(CLI::App& app) {
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
     select_phases(o->phases, o->episodes, o->t, *cmd);
+    if (o->t.real_episodes > 0 && n_graphs > learner::doppler_learner_max_problems)
+      throw error(errc::bad_argument, "", "--graph",
+                  "phase III keeps the state of at most " + std::to_string(learner::doppler_learner_max_problems) +
+                      " graphs; " + std::to_string(n_graphs) + " were given");
     if (o->teacher_budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
     if (o->p.hint_budget < 1) throw error(errc::bad_argument, "", "--hint-budget", "must be >= 1");
     if (o->algorithm != "reinforce" && o->algorithm != "ppo")

@@ -180,7 +180,7 @@ class doppler_learner final : public learner_interface {
     }
   };
   /// Parameters whose greedy placements were measured (select_measured), after `update` updates:
-  /// one `scored` per problem measured so far. Kept apart from the problems' `measured` lists,
+  /// one `scored` per problem measured so far. Kept apart from the problems' `seen` lists,
   /// which forget old placements.
   struct evaluation {
     std::string params;
@@ -310,7 +310,7 @@ class doppler_learner final : public learner_interface {
     st.pending_costs.clear();
   }
 
-  /// The state of (g, c), made on first use. At most `max_problems` are kept: a new one beyond
+  /// The state of (g, c), made on first use. At most `doppler_learner_max_problems` are kept: a new one beyond
   /// that replaces the least recently used, whose measurements leave the evaluations with it.
   problem_state& state_for(const graph& g, const cluster& c) {
     ++clock_;
@@ -319,7 +319,7 @@ class doppler_learner final : public learner_interface {
         s->used = clock_;
         return *s;
       }
-    if (states_.size() >= max_problems) {
+    if (states_.size() >= doppler_learner_max_problems) {
       auto lru = std::min_element(states_.begin(), states_.end(), [](const auto& a, const auto& b) { return a->used < b->used; });
       const int gone = (*lru)->id;
       states_.erase(lru);
@@ -335,7 +335,6 @@ class doppler_learner final : public learner_interface {
     return *states_.emplace_back(std::move(st));
   }
 
-  static constexpr std::size_t max_problems = 16;
   learner_config cfg_;
   doppler_learner_options opt_;
   policy pol_;

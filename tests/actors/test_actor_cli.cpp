@@ -397,6 +397,11 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   auto slow_third = sh(two + "cpu:2 cpu:4 --real-episodes 2 --real-straggler cpu3:2");  // cpu:2 has no cpu3
   CHECK(slow_third.code == 2);
   CHECK(slow_third.out.find("--real-straggler") != std::string::npos);
+  std::string seventeen;  // more graphs than the learner keeps the state of
+  for (int k = 0; k < 17; ++k) seventeen += " " + (t / "g.json");
+  auto too_many = sh(cli + " train --graph" + seventeen + " --cluster cpu:2 --real-episodes 2 -o " + (t / "k.pt"));
+  CHECK(too_many.code == 2);
+  CHECK(too_many.out.find("at most 16 graphs") != std::string::npos);
 }
 
 TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint keeps it, bad hints refused") {

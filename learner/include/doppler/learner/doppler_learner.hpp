@@ -35,9 +35,14 @@
 #include <doppler/learner/policy.hpp>
 #include <doppler/runtime/learner.hpp>
 
+#include <cstddef>
 #include <memory>
 
 namespace doppler::learner {
+
+/// Problems (graph, cluster) whose state a `doppler` learner keeps; a new one beyond that replaces
+/// the least recently used.
+inline constexpr std::size_t doppler_learner_max_problems = 16;
 
 struct doppler_learner_options {
   policy_options policy;          ///< network sizes of a fresh policy (ignored when loading one)
