@@ -196,8 +196,13 @@ class doppler_learner final : public learner_interface {
   /// them of e's mean / inc's mean (1 for inc itself), and the squared standard error of
   /// 1 − that ratio (each problem's difference of means in units of inc's mean). Empty when e
   /// lacks one of inc's problems. With one problem this is the plain difference of means, scaled.
+  /// With several problems also the largest excess of e's mean over inc's on one of them, in
+  /// standard errors of that difference (`worst_z`, 0 where a standard error is still infinite),
+  /// and whether e is slower on any (`slower`).
   struct ratio {
     double mean = 0, se2 = 0;
+    double worst_z = -std::numeric_limits<double>::infinity();
+    bool slower = false;
   };
   static std::optional<ratio> compare(const evaluation& e, const evaluation& inc) {
     if (inc.on.empty()) return std::nullopt;
@@ -207,6 +212,11 @@ class doppler_learner final : public learner_interface {
       if (!x) return std::nullopt;
       r.mean += x->mean() / i.mean();
       r.se2 += (x->se2() + i.se2()) / (i.mean() * i.mean());
+      if (inc.on.size() > 1) {
+        const double diff = x->mean() - i.mean(), se = std::sqrt(x->se2() + i.se2());
+        r.slower = r.slower || diff > 0;
+        if (diff > 0) r.worst_z = std::max(r.worst_z, se > 0 ? diff / se : std::numeric_limits<double>::infinity());
+      }
     }
     const double k = static_cast<double>(inc.on.size());
     r.mean /= k;
@@ -216,7 +226,10 @@ class doppler_learner final : public learner_interface {
   /// The selected parameters (nullptr: none evaluated). The incumbent is the first evaluated (the
   /// parameters the learner started from); another replaces it when its mean ratio to the
   /// incumbent (compare) is below 1 by more than `select_margin` of its standard errors (so both
-  /// re-measured at least twice; margin 0: the lowest mean ratio).
+  /// re-measured at least twice; margin 0: the lowest mean ratio) and, with several problems, it
+  /// is not slower on any of them by more than `select_margin` standard errors of that problem's
+  /// difference (margin 0: not slower on any) — a gain on one graph does not pay for a loss on
+  /// another.
   const evaluation* selected() const {
     if (evals_.empty()) return nullptr;
     const evaluation* inc = &evals_.front();
@@ -225,6 +238,7 @@ class doppler_learner final : public learner_interface {
     for (const auto& e : evals_) {
       auto r = compare(e, *inc);
       if (!r || !(r->mean < best_ratio)) continue;
+      if (opt_.select_margin <= 0 ? r->slower : r->worst_z > opt_.select_margin) continue;  // no graph pays for another
       if (opt_.select_margin <= 0 || 1 - r->mean > opt_.select_margin * std::sqrt(r->se2)) {
         best = &e;
         best_ratio = r->mean;

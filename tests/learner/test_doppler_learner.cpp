@@ -324,15 +324,19 @@ TEST_CASE("doppler learner measured model selection over two problems: parameter
   // Three times b's: the mean ratio (0.5 + 3) / 2 = 1.75 keeps the incumbent.
   l->observe(b, c, b1, 3.0);
   CHECK(stats_of(*l).selected_update == 0);
-  // Later measurements of b1 replace its nominating one: (0.5 + 0.9) / 2 = 0.7, the new parameters win.
-  l->observe(b, c, b1, 0.9);
+  // Later measurements of b1 replace its nominating one: (0.5 + 1.2) / 2 = 0.85 is below 1, but b1
+  // is slower than b0 (1.2 against 1.0): a gain on one problem does not pay for a loss on another.
+  l->observe(b, c, b1, 1.2);
+  CHECK(stats_of(*l).selected_update == 0);
+  // b1 at (1.2 + 0.6) / 2 = 0.9: faster on both, mean ratio 0.7, the new parameters win.
+  l->observe(b, c, b1, 0.6);
   CHECK(stats_of(*l).selected_update == after);
   auto file = temp_path("learner_two_problems.pt");
   l->save(file);
   auto back = make_doppler_learner(learner_config{}.with_policy(file), small());
   CHECK(back->place(a, c, false, 0).device == a1.device);
   CHECK(back->place(b, c, false, 0).device == b1.device);
-  // b1 measured slower again: mean 2.45 on b, (0.5 + 2.45) / 2 > 1, the incumbent's parameters.
+  // b1 measured slower again: mean 1.93 on b, (0.5 + 1.93) / 2 > 1, the incumbent's parameters.
   l->observe(b, c, b1, 4.0);
   CHECK(stats_of(*l).selected_update == 0);
   l->save(file);
@@ -340,4 +344,43 @@ TEST_CASE("doppler learner measured model selection over two problems: parameter
   CHECK(back->place(a, c, false, 0).device == a0.device);
   CHECK(back->place(b, c, false, 0).device == b0.device);
   std::filesystem::remove(file);
+}
+
+TEST_CASE("doppler learner measured model selection over two problems with a margin: no problem may be clearly slower") {
+  graph a = paper("chain_mm_112nodes.txt"), b = paper("ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  auto l = make_doppler_learner(learner_config{}.with_seed(4), selecting(2));
+  placement a0 = l->place(a, c, false, 0), b0 = l->place(b, c, false, 0);
+  // The incumbent: a0 and b0 at 1.0 (s.e. 0.006 each), after the nominating measurements.
+  l->observe(a, c, a0, 5.0);
+  l->observe(b, c, b0, 5.0);
+  for (double x : {0.99, 1.01, 0.99, 1.01}) {
+    l->observe(a, c, a0, x);
+    l->observe(b, c, b0, x);
+  }
+  placement a1 = a0, b1 = b0;
+  for (std::uint64_t k = 0; k < 80 && (a1.device == a0.device || b1.device == b0.device); ++k) {
+    const graph& g = k % 2 ? b : a;
+    placement p = l->place(g, c, true, k);
+    l->observe(g, c, p, simulated(g, c, p));
+    a1 = l->place(a, c, false, 0);
+    b1 = l->place(b, c, false, 0);
+  }
+  REQUIRE(a1.device != a0.device);
+  REQUIRE(b1.device != b0.device);
+  const int after = stats_of(*l).updates;
+  l->observe(a, c, a1, 9.0);  // nominating measurements
+  l->observe(b, c, b1, 9.0);
+  // a1 at 0.5, b1 at 1.1 (s.e. 0.006 each): mean ratio 0.8, far below 1 by its standard error,
+  // but b1 is slower by 12 standard errors of b's difference: the incumbent stays.
+  for (double x : {0.49, 0.51, 0.49, 0.51}) l->observe(a, c, a1, x);
+  for (double x : {1.09, 1.11, 1.09, 1.11}) l->observe(b, c, b1, x);
+  CHECK(stats_of(*l).selected_update == 0);
+  // b1 re-measured at 1.0: now 1.05 ± 0.019, slower by 2.5 standard errors: still kept out.
+  for (int k = 0; k < 4; ++k) l->observe(b, c, b1, 1.0);
+  CHECK(stats_of(*l).selected_update == 0);
+  // ... at 1.0 24 times more: 1.0125 ± 0.006, slower by 1.5 standard errors (within the margin of
+  // 2): the mean ratio (0.756) decides, the new parameters win.
+  for (int k = 0; k < 24; ++k) l->observe(b, c, b1, 1.0);
+  CHECK(stats_of(*l).selected_update == after);
 }

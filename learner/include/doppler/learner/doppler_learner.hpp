@@ -23,7 +23,8 @@
 ///   problems the comparison is over the problems the incumbent was measured on (others must have
 ///   been measured on all of them): the mean over them of the ratio of means, its standard error
 ///   from each problem's difference of means in units of the incumbent's mean (one problem: the rule
-///   above). Every later measurement of an evaluated placement adds to its statistics. Training
+///   above), and no problem may be slower by more than `select_margin` standard errors of its own
+///   difference (margin 0: slower at all) — a gain on one graph does not pay for a loss on another. Every later measurement of an evaluated placement adds to its statistics. Training
 ///   continues from the latest parameters; the optimizer state written with selected older
 ///   parameters is fresh.
 /// - several problems: the learner keeps each problem's (graph, cluster: same name, sizes and
