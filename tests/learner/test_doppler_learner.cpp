@@ -15,6 +15,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 using namespace doppler;
 using namespace doppler::learner;
@@ -297,6 +298,27 @@ TEST_CASE("doppler learner with several problems: each keeps its own episodes, b
   CHECK(d->place(b, c, false, 0).device == gb.device);
 }
 
+namespace {
+
+/// Exploring observations on a and b in turn, scored by the simulator, until both greedy placements
+/// differ from a0 and b0; returns the new ones, just handed out (their next observations evaluate them).
+std::pair<placement, placement> step_until_both_change(learner_interface& l, const graph& a, const graph& b,
+                                                       const cluster& c, const placement& a0, const placement& b0) {
+  placement a1 = a0, b1 = b0;
+  for (std::uint64_t k = 0; k < 80 && (a1.device == a0.device || b1.device == b0.device); ++k) {
+    const graph& g = k % 2 ? b : a;
+    placement p = l.place(g, c, true, k);
+    l.observe(g, c, p, simulated(g, c, p));
+    a1 = l.place(a, c, false, 0);
+    b1 = l.place(b, c, false, 0);
+  }
+  REQUIRE(a1.device != a0.device);
+  REQUIRE(b1.device != b0.device);
+  return {a1, b1};
+}
+
+}  // namespace
+
 TEST_CASE("doppler learner measured model selection over two problems: parameters are judged on both") {
   graph a = paper("chain_mm_112nodes.txt"), b = paper("ffnn_192nodes.txt");
   cluster c = make_preset("doppler-paper:4");
@@ -306,17 +328,7 @@ TEST_CASE("doppler learner measured model selection over two problems: parameter
   l->observe(b, c, b0, 1.0);
   CHECK(stats_of(*l).evaluations == 2);
   CHECK(stats_of(*l).selected_update == 0);
-  // Steps on both until both greedy placements differ from the initial ones.
-  placement a1 = a0, b1 = b0;
-  for (std::uint64_t k = 0; k < 80 && (a1.device == a0.device || b1.device == b0.device); ++k) {
-    const graph& g = k % 2 ? b : a;
-    placement p = l->place(g, c, true, k);
-    l->observe(g, c, p, simulated(g, c, p));
-    a1 = l->place(a, c, false, 0);
-    b1 = l->place(b, c, false, 0);
-  }
-  REQUIRE(a1.device != a0.device);
-  REQUIRE(b1.device != b0.device);
+  auto [a1, b1] = step_until_both_change(*l, a, b, c, a0, b0);
   const int after = stats_of(*l).updates;
   // Half a's makespan, measured on a only: not comparable with the incumbent yet.
   l->observe(a, c, a1, 0.5);
@@ -358,16 +370,7 @@ TEST_CASE("doppler learner measured model selection over two problems with a mar
     l->observe(a, c, a0, x);
     l->observe(b, c, b0, x);
   }
-  placement a1 = a0, b1 = b0;
-  for (std::uint64_t k = 0; k < 80 && (a1.device == a0.device || b1.device == b0.device); ++k) {
-    const graph& g = k % 2 ? b : a;
-    placement p = l->place(g, c, true, k);
-    l->observe(g, c, p, simulated(g, c, p));
-    a1 = l->place(a, c, false, 0);
-    b1 = l->place(b, c, false, 0);
-  }
-  REQUIRE(a1.device != a0.device);
-  REQUIRE(b1.device != b0.device);
+  auto [a1, b1] = step_until_both_change(*l, a, b, c, a0, b0);
   const int after = stats_of(*l).updates;
   l->observe(a, c, a1, 9.0);  // nominating measurements
   l->observe(b, c, b1, 9.0);
