@@ -329,8 +329,8 @@ void add_train(CLI::App& app) {
     if (real > 0)
       throw error(errc::bad_argument, "", "--real-episodes", "this build has no actor runtime (DOPPLER_WITH_ACTORS=OFF)");
 #endif
-    for (std::size_t k = 0; k < clusters.size(); ++k)  // checked before the simulated phases run
-      parse_stragglers(o->real_stragglers, clusters[k], "--real-straggler");
+    std::vector<std::vector<std::pair<device_index, double>>> slow;  // per cluster; checked before phase I runs
+    for (const auto& ck : clusters) slow.push_back(parse_stragglers(o->real_stragglers, ck, "--real-straggler"));
     o->t.real_episodes = 0;  // phase III runs below, through the learner actor
     if (o->t.real_batch < 1) throw error(errc::bad_argument, "", "--real-batch", "must be >= 1");
     if (o->t.real_eval_every < 0) throw error(errc::bad_argument, "", "--real-eval-every", "must be >= 0");
@@ -347,7 +347,7 @@ void add_train(CLI::App& app) {
       real_phase_options ro;
       ro.episodes = real;
       ro.repeat = o->real_repeat;
-      ro.stragglers = o->real_stragglers;
+      ro.stragglers = std::move(slow);
       real_res = run_real_phase(std::move(pol), graphs, cluster_of, clusters.size(), cm, o->t, ro, o->out, r.curve);
       r.real_initial_greedy = real_res.graphs[0].initial_greedy;
       r.real_final_greedy = real_res.graphs[0].final_greedy;

@@ -5,8 +5,6 @@
 
 #ifdef DOPPLER_HAVE_ACTORS
 
-#include "commands.hpp"
-
 #include <doppler/actors/engine.hpp>
 #include <doppler/actors/online.hpp>
 #include <doppler/learner/doppler_learner.hpp>
@@ -48,12 +46,12 @@ real_phase_result run_real_phase(learner::policy pol, const std::vector<graph>& 
   const std::size_t n = graphs.size();
   real_phase_result res;
   res.graphs.resize(n);
-  // One engine per cluster (the stragglers slow the devices of that id in each); the learner actor
+  // One engine per cluster (with that cluster's stragglers); the learner actor
   // lives in the first engine's actor system and serves every graph, through a client per cluster.
   std::vector<std::unique_ptr<engine>> engines;
   for (std::size_t k = 0; k < n_clusters; ++k) {
     engine_options eo;
-    eo.stragglers = parse_stragglers(o.stragglers, cluster_of(k), "--real-straggler");
+    if (k < o.stragglers.size()) eo.stragglers = o.stragglers[k];
     engines.push_back(std::make_unique<engine>(cluster_of(k), eo));
   }
   auto engine_of = [&](std::size_t k) -> engine& { return *engines[n_clusters == 1 ? 0 : k]; };

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace doppler::cli {
@@ -19,7 +20,8 @@ namespace doppler::cli {
 struct real_phase_options {
   int episodes = 0;   ///< measured exploring episodes, over all graphs
   int repeat = 1;     ///< runs averaged per measurement
-  std::vector<std::string> stragglers;  ///< --real-straggler values, each parsed against every cluster
+  /// Per cluster (index as in run_real_phase's clusters): devices the real runtime slows (--real-straggler).
+  std::vector<std::vector<std::pair<device_index, double>>> stragglers;
 };
 
 /// What phase III did, per graph and in all.
