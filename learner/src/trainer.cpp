@@ -91,16 +91,16 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   if (opt.il_episodes < 0 || opt.rl_episodes < 0 || opt.real_episodes < 0)
     throw error(errc::bad_argument, "learner: episode counts must be >= 0");
   const std::size_t n_pb = pbs.size();
-  if (n_pb > 1 && opt.real_episodes > 0)
-    throw error(errc::bad_argument, "learner: phase III trains on one problem, not " + std::to_string(n_pb));
   const problem& pb = *pbs[0];
+  if (opt.real_episodes > 0 && !opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");
   train_result res;
   res.per_problem.resize(n_pb);
+  std::vector<placement> cp_of(n_pb);  // the cp teacher (seed 0) per problem: the curve's unit
   for (std::size_t k = 0; k < n_pb; ++k) {
     const problem& q = *pbs[k];
     placement initial = pol.place(q);
-    res.per_problem[k].cp_makespan =
-        score(q, cp_place(q.g(), q.c(), q.cm(), 0, nullptr, q.respect_memory()), opt.sim);
+    cp_of[k] = cp_place(q.g(), q.c(), q.cm(), 0, nullptr, q.respect_memory());
+    res.per_problem[k].cp_makespan = score(q, cp_of[k], opt.sim);
     res.per_problem[k].initial_greedy_makespan = score(q, initial, opt.sim);
     if (k == 0) res.best = std::move(initial);
   }
@@ -109,6 +109,8 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   res.best_makespan = res.initial_greedy_makespan = res.per_problem[0].initial_greedy_makespan;
   // With several problems the curve is in units of each problem's cp makespan (comparable rows).
   auto unit = [&](std::size_t k) { return n_pb > 1 ? res.per_problem[k].cp_makespan : 1.0; };
+  // ... and phase III's in units of each problem's measured cp makespan.
+  auto real_unit = [&](std::size_t k) { return n_pb > 1 ? res.per_problem[k].real_cp : 1.0; };
   double curve_best = std::numeric_limits<double>::infinity();  // the initial greedy placements count
   for (std::size_t k = 0; k < n_pb; ++k) curve_best = std::min(curve_best, res.per_problem[k].initial_greedy_makespan / unit(k));
 
@@ -201,8 +203,9 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
         if (stream == 0) {
           record(batch[i], k, phase, loss, -1, costs[i]);
         } else {  // measured costs: their own best, not mixed with simulated ones
-          phase_best = std::min(phase_best, costs[i]);
-          train_row row{++episode_no, phase, costs[i], phase_best, loss, -1, 0};
+          const double ms = costs[i] / real_unit(k);
+          phase_best = std::min(phase_best, ms);
+          train_row row{++episode_no, phase, ms, phase_best, loss, -1, static_cast<int>(k)};
           res.curve.push_back(row);
           if (opt.on_episode) opt.on_episode(row);
         }
@@ -253,12 +256,22 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   }
   res.rl_seconds = seconds_since(t0);
   if (opt.real_episodes > 0) {
-    if (!opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");
     t0 = std::chrono::steady_clock::now();
-    res.real_initial_greedy = opt.measure(pol.place(pb));
-    reinforce("real", opt.real_episodes, opt.real_batch,
-              [&](std::size_t, const placement& p) { return opt.measure(p); }, 0x2545f4914f6cdd1dULL);
-    res.real_final_greedy = opt.measure(pol.place(pb));
+    auto measured = [&](std::size_t k, const placement& p) {
+      const double ms = opt.measure(k, p);
+      if (!std::isfinite(ms) || !(ms > 0))
+        throw error(errc::bad_argument, "learner: phase III's measure returned " + std::to_string(ms) +
+                                            " for problem " + std::to_string(k) + " (expected a positive makespan)");
+      return ms;
+    };
+    for (std::size_t k = 0; k < n_pb; ++k) {
+      if (n_pb > 1) res.per_problem[k].real_cp = measured(k, cp_of[k]);
+      res.per_problem[k].real_initial_greedy = measured(k, pol.place(*pbs[k]));
+    }
+    reinforce("real", opt.real_episodes, opt.real_batch, measured, 0x2545f4914f6cdd1dULL);
+    for (std::size_t k = 0; k < n_pb; ++k) res.per_problem[k].real_final_greedy = measured(k, pol.place(*pbs[k]));
+    res.real_initial_greedy = res.per_problem[0].real_initial_greedy;
+    res.real_final_greedy = res.per_problem[0].real_final_greedy;
     res.real_seconds = seconds_since(t0);
   }
   auto greedy = pol.place(pb);

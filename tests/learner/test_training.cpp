@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -142,7 +143,7 @@ TEST_CASE("self-imitation: an episode labelled with its own actions, imitated, g
   CHECK_THROWS_AS(train(pol, pb, o), doppler::error);
 }
 
-TEST_CASE("several problems: batches take turns, the curve is in units of each cp, phase III needs one") {
+TEST_CASE("several problems: batches take turns, the curve is in units of each cp") {
   graph a = paper("ffnn_192nodes.txt"), b = paper("chain_mm_112nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;
@@ -178,10 +179,92 @@ TEST_CASE("several problems: batches take turns, the curve is in units of each c
   train_options one = o;
   one.with_rl(0).with_il(2);
   CHECK(curve_csv(train(pol, pa, one).curve).rfind("episode,phase,makespan,best,loss,agreement\n", 0) == 0);
-  train_options real = o;
-  real.real_episodes = 2;
-  real.measure = [](const placement&) { return 1.0; };
-  CHECK_THROWS_AS(train(pol, std::span<const problem* const>(both), real), error);
+}
+
+TEST_CASE("phase III in the library: measured costs drive REINFORCE, on one problem and on several") {
+  graph a = paper("ffnn_192nodes.txt"), b = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pa(a, c, cm), pb(b, c, cm);
+  const problem* both[] = {&pa, &pb};
+  sim_options sim;
+  sim.model = sim_model::simple;
+  // The "runtime": the simulator in another unit per problem (x7 and x70), so a row that mixed
+  // simulated and measured costs, or one problem's unit with another's, would show.
+  const double scale[] = {7.0, 70.0};
+  struct call {
+    std::size_t problem;
+    double cost;
+  };
+  std::vector<call> calls;
+  train_options o;
+  o.with_il(4).with_rl(4).with_batch(2).with_seed(5).with_model(sim_model::simple);
+  o.eval_every = 0;
+  o.real_episodes = 8;
+  o.real_batch = 4;
+  o.measure = [&](std::size_t k, const placement& p) {
+    REQUIRE(k < 2);
+    REQUIRE(p.device.size() == both[k]->g().size());  // a placement of that problem's graph
+    const double ms = scale[k] * score(*both[k], p, sim);
+    calls.push_back({k, ms});
+    return ms;
+  };
+
+  SUBCASE("one problem: before, 8 episodes, after; rows carry the measured makespans") {
+    policy pol(policy_options().with_hidden(16).with_steps(2).with_seed(5));
+    auto r = train(pol, pa, o);
+    REQUIRE(calls.size() == 10);
+    CHECK(r.real_initial_greedy == doctest::Approx(calls.front().cost));
+    CHECK(r.real_final_greedy == doctest::Approx(calls.back().cost));
+    CHECK(r.per_problem[0].real_initial_greedy == r.real_initial_greedy);
+    CHECK(r.per_problem[0].real_cp == 0);  // one problem: rows in the runtime's own unit
+    std::vector<train_row> real;
+    for (const auto& row : r.curve)
+      if (row.phase == "real") real.push_back(row);
+    REQUIRE(real.size() == 8);
+    double best = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < real.size(); ++i) {
+      CAPTURE(i);
+      CHECK(real[i].makespan == doctest::Approx(calls[1 + i].cost));
+      best = std::min(best, real[i].makespan);
+      CHECK(real[i].best == doctest::Approx(best));
+      CHECK(std::isfinite(real[i].loss));
+    }
+    // A measured cost that is not a makespan is an error naming the problem, not a silent update.
+    calls.clear();
+    o.measure = [](std::size_t, const placement&) { return std::nan(""); };
+    CHECK_THROWS_WITH_AS(train(pol, pa, o), doctest::Contains("problem 0"), error);
+    o.measure = nullptr;
+    CHECK_THROWS_AS(train(pol, pa, o), error);
+    CHECK(calls.empty());
+  }
+
+  SUBCASE("two problems: batches take turns, rows in units of each problem's measured cp") {
+    policy pol(policy_options().with_hidden(16).with_steps(2).with_seed(5));
+    auto r = train(pol, std::span<const problem* const>(both), o);
+    // measured cp and the greedy placement per problem, 8 episodes, the greedy placement per problem
+    REQUIRE(calls.size() == 4 + 8 + 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+      CAPTURE(k);
+      const auto& q = r.per_problem[k];
+      CHECK(q.real_cp == doctest::Approx(scale[k] * q.cp_makespan));
+      CHECK(q.real_initial_greedy > 0);
+      CHECK(q.real_final_greedy > 0);
+    }
+    std::vector<train_row> real;
+    for (const auto& row : r.curve)
+      if (row.phase == "real") real.push_back(row);
+    REQUIRE(real.size() == 8);
+    for (std::size_t i = 0; i < real.size(); ++i) {
+      CAPTURE(i);
+      const call& m = calls[4 + i];
+      CHECK(real[i].problem == static_cast<int>((i / 4) % 2));  // batches of 4 alternate
+      CHECK(m.problem == static_cast<std::size_t>(real[i].problem));
+      CHECK(real[i].makespan == doctest::Approx(m.cost / r.per_problem[m.problem].real_cp));
+      CHECK(real[i].makespan > 0.3);  // the simulator's units cancel: near cp's makespan
+      CHECK(real[i].makespan < 5);
+    }
+  }
 }
 
 TEST_CASE("phase I with a teacher placement: agreement is measured against it, not cp") {

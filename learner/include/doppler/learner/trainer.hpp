@@ -66,9 +66,10 @@ struct train_options {
   /// parameters of the best greedy one are the policy train() leaves (0 = keep the last ones).
   int eval_every = 5;
   std::uint64_t seed = 0;       ///< rollout sampling seeds derive from it
-  /// Phase III: the measured makespan of a placement on the real runtime (the actor engine; the
-  /// learner stays free of it). Required when real_episodes > 0.
-  std::function<double(const placement&)> measure;
+  /// Phase III: the measured makespan of a placement of problem `problem` (its index in train()'s
+  /// list; 0 with one) on the real runtime (the actor engine; the learner stays free of it).
+  /// Required when real_episodes > 0.
+  std::function<double(std::size_t problem, const placement&)> measure;
   /// Called after every episode (the CLI's progress bar).
   std::function<void(const train_row&)> on_episode;
 
@@ -85,6 +86,9 @@ struct train_result {
   /// are not vectors describe problem 0, except the agreements: means over the problems).
   struct problem_result {
     double cp_makespan = 0, initial_greedy_makespan = 0, greedy_makespan = 0;
+    /// Phase III: measured makespans of the greedy placement before and after it, and (several
+    /// problems only: the unit of phase III's curve rows) of the cp placement; 0 without phase III.
+    double real_initial_greedy = 0, real_final_greedy = 0, real_cp = 0;
   };
   std::vector<problem_result> per_problem;
   placement best;                 ///< the best placement any episode found
@@ -95,8 +99,8 @@ struct train_result {
   double cp_makespan = 0;         ///< the cp teacher (seed 0) under the same simulator
   double lower_bound = 0;         ///< makespan_lower_bound for the simulator options
   double il_seconds = 0, rl_seconds = 0, real_seconds = 0;
-  double real_initial_greedy = 0;  ///< phase III: measured makespan of the greedy placement before ...
-  double real_final_greedy = 0;    ///< ... and after it
+  double real_initial_greedy = 0;  ///< phase III: measured makespan of problem 0's greedy placement before ...
+  double real_final_greedy = 0;    ///< ... and after it (per_problem: every problem's)
   double final_agreement = 0;     ///< greedy rollout's teacher agreement after phase I (both choices)
   double final_sel_agreement = 0, final_plc_agreement = 0;  ///< the same per choice
 };
@@ -121,7 +125,9 @@ train_result train(policy& pol, const problem& pb, const train_options& opt);
 /// The same on several problems (graphs, clusters) with one policy: the update batches take turns
 /// over the problems (each batch from one problem, its baseline that problem's own running mean),
 /// model selection scores the mean over problems of greedy / cp makespan, and the curve is in units
-/// of each problem's cp makespan. Phase III (real_episodes > 0) needs exactly one problem.
+/// of each problem's cp makespan — in phase III its *measured* cp makespan (opt.measure of the cp
+/// placement, once per problem at the start of phase III). Phase III has no model selection here
+/// (`doppler train` adds measured selection: cli/learn_real.hpp).
 train_result train(policy& pol, std::span<const problem* const> pbs, const train_options& opt);
 
 /// Fractions of the steps of a greedy rollout on which SEL's op, PLC's device, and both, were in
