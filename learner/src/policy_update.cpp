@@ -13,6 +13,19 @@
 
 namespace doppler::learner {
 
+namespace {
+
+/// A LibTorch error's message without the C++ backtrace c10::Error::what() appends (a user reading
+/// "cannot read checkpoint" needs the first line, not 20 frames); its first line at most.
+std::string torch_reason(const std::exception& ex) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&ex);
+  std::string m = c10 ? c10->what_without_backtrace() : ex.what();
+  if (auto nl = m.find('\n'); nl != std::string::npos) m.resize(nl);
+  return m;
+}
+
+}  // namespace
+
 using detail::discounts;
 using detail::mask_ablation;
 
@@ -185,7 +198,7 @@ void policy::save(const std::string& path) const {
   } catch (const std::exception& ex) {
     std::error_code ec;
     std::filesystem::remove(tmp, ec);
-    throw error(errc::io, path, "", std::string("cannot write checkpoint: ") + ex.what());
+    throw error(errc::io, path, "", "cannot write checkpoint: " + torch_reason(ex));
   }
 }
 
@@ -244,7 +257,7 @@ policy policy::load(const std::string& path) {
   } catch (const error&) {
     throw;
   } catch (const std::exception& ex) {
-    throw error(errc::bad_value, path, "", std::string("cannot read checkpoint: ") + ex.what());
+    throw error(errc::bad_value, path, "", "cannot read checkpoint: " + torch_reason(ex));
   }
 }
 }  // namespace doppler::learner

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 using namespace doppler;
@@ -157,9 +158,29 @@ TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler 
   CHECK(other.place(pb).device != p1.device);
   std::filesystem::remove(path);
 
+  // Garbage and a truncated checkpoint: one line naming the file, without LibTorch's backtrace.
+  pol.save(path);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::filesystem::remove(path);
   const std::string bad = temp_path("bad.pt");
-  write_file_atomic(bad, "not a checkpoint");
-  CHECK_THROWS_AS(policy::load(bad), error);
+  for (const std::string& content : {std::string("not a checkpoint"), bytes.substr(0, bytes.size() / 2)}) {
+    CAPTURE(content.size());
+    write_file_atomic(bad, content);
+    try {
+      (void)policy::load(bad);
+      FAIL("loaded a bad checkpoint");
+    } catch (const error& e) {
+      const std::string m = e.what();
+      CHECK(m.find(bad) != std::string::npos);
+      CHECK(m.find("cannot read checkpoint") != std::string::npos);
+      CHECK(m.find('\n') == std::string::npos);
+      CHECK(m.find("frame #") == std::string::npos);
+    }
+  }
   std::filesystem::remove(bad);
   CHECK_THROWS_AS(policy::load(temp_path("missing.pt")), error);
 }
