@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -27,29 +28,56 @@ struct demand_opts {
   std::string spec = "allgather";  // a collective name or a doppler-demand/1 file
   double chunk_bytes = 1 << 20;
   int chunks_per_gpu = 1;
-  std::string root = "gpu0";
+  std::string root;  // empty: the cluster's first device
+  CLI::Option* chunk_bytes_option = nullptr;
+  bool chunk_bytes_given() const { return chunk_bytes_option && chunk_bytes_option->count() > 0; }
 };
+
+/// Most chunks per GPU a collective may ask for (the demand, and with it the horizon, stays bounded).
+constexpr int max_chunks_per_gpu = 1 << 16;
 
 void add_demand_options(CLI::App* cmd, demand_opts& o) {
   cmd->add_option("--collective,--demand", o.spec,
                   "allgather, alltoall, broadcast, scatter, gather, or a doppler-demand/1 file")->capture_default_str();
-  cmd->add_option("--chunk-bytes", o.chunk_bytes, "Bytes per chunk (a demand file carries its own)")->capture_default_str();
-  cmd->add_option("--chunks-per-gpu", o.chunks_per_gpu, "Chunks per GPU (per pair for alltoall/scatter/gather)")
+  o.chunk_bytes_option =
+      cmd->add_option("--chunk-bytes", o.chunk_bytes, "Bytes per chunk, 1 to 2^40 (a demand file carries its own)")
+          ->capture_default_str();
+  cmd->add_option("--chunks-per-gpu", o.chunks_per_gpu, "Chunks per GPU (per pair for alltoall/scatter/gather), 1 to 65536")
       ->capture_default_str();
-  cmd->add_option("--root", o.root, "Root device of broadcast/scatter/gather")->capture_default_str();
+  cmd->add_option("--root", o.root, "Root device of broadcast/scatter/gather (default: the cluster's first device)");
+}
+
+bool has_root(comm::collective k) {
+  return k == comm::collective::broadcast || k == comm::collective::scatter || k == comm::collective::gather;
 }
 
 comm::demand make_demand(const cluster& c, const demand_opts& o) {
   if (auto kind = comm::parse_collective(o.spec)) {
-    auto root = c.find_device(o.root);
-    if (!root) throw error(errc::bad_argument, "--root: \"" + o.root + "\" is not a device of " + c.name());
-    return comm::make_collective(c, *kind, o.chunk_bytes, o.chunks_per_gpu, *root);
+    if (!(o.chunk_bytes >= comm::min_chunk_bytes && o.chunk_bytes <= comm::max_chunk_bytes))
+      throw error(errc::bad_argument, "", "--chunk-bytes",
+                  fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", o.chunk_bytes,
+                              comm::min_chunk_bytes, comm::max_chunk_bytes));
+    if (o.chunks_per_gpu < 1 || o.chunks_per_gpu > max_chunks_per_gpu)
+      throw error(errc::bad_argument, "", "--chunks-per-gpu",
+                  fmt::format("{} is outside 1..{}", o.chunks_per_gpu, max_chunks_per_gpu));
+    device_index root = 0;  // the cluster's first device
+    if (!o.root.empty()) {
+      if (!has_root(*kind))
+        throw error(errc::bad_argument, "", "--root",
+                    "only broadcast, scatter and gather have a root, " + o.spec + " has none");
+      auto r = c.find_device(o.root);
+      if (!r) throw error(errc::bad_argument, "", "--root", "\"" + o.root + "\" is not a device of " + c.name());
+      root = *r;
+    }
+    return comm::make_collective(c, *kind, o.chunk_bytes, o.chunks_per_gpu, root);
   }
   std::error_code ec;
   if (!std::filesystem::exists(o.spec, ec))
-    throw error(errc::bad_argument, "--collective: \"" + o.spec +
-                                        "\" is neither a collective (allgather, alltoall, broadcast, scatter, gather) "
-                                        "nor a demand file");
+    throw error(errc::bad_argument, "", "--collective",
+                "\"" + o.spec + "\" is neither a collective (allgather, alltoall, broadcast, scatter, gather) "
+                                "nor a demand file");
+  if (!o.root.empty())
+    throw error(errc::bad_argument, "", "--root", "a demand file names its own sources; --root is for collectives");
   return comm::load_demand(o.spec, c);
 }
 
@@ -61,10 +89,54 @@ void set_tau(comm::plan_options& p, const std::string& tau) {
   try {
     std::size_t used = 0;
     double t = std::stod(tau, &used);
-    if (used != tau.size() || !(t > 0)) throw std::invalid_argument(tau);
+    if (used != tau.size() || !(t > 0) || !std::isfinite(t)) throw std::invalid_argument(tau);
     p.with_tau(comm::epoch_mode::given, t);
   } catch (const std::exception&) {
-    throw error(errc::bad_argument, "--tau: \"" + tau + "\" is not fast, slow or a positive number of seconds");
+    throw error(errc::bad_argument, "", "--tau", "\"" + tau + "\" is not fast, slow or a positive number of seconds");
+  }
+}
+
+/// --time-limit: a positive finite number of seconds.
+void check_time_limit(double s) {
+  if (!(s > 0) || !std::isfinite(s))
+    throw error(errc::bad_argument, "", "--time-limit", fmt::format("{:g} is not a positive number of seconds", s));
+}
+
+/// A method name the planner knows, else an error naming `option` and listing the known ones.
+void check_method(const std::string& m, const char* option) {
+  const auto names = comm::method_names();
+  if (std::find(names.begin(), names.end(), m) != names.end()) return;
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  throw error(errc::bad_argument, "", option, "unknown method \"" + m + "\" (known: " + known + ")");
+}
+
+/// --methods: a comma-separated list of known methods, at least one.
+std::vector<std::string> parse_methods(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string m; std::getline(in, m, ',');) {
+    auto first = m.find_first_not_of(" \t"), last = m.find_last_not_of(" \t");
+    m = first == std::string::npos ? "" : m.substr(first, last - first + 1);
+    if (m.empty()) throw error(errc::bad_argument, "", "--methods", "\"" + list + "\" has an empty method name");
+    check_method(m, "--methods");
+    out.push_back(m);
+  }
+  if (out.empty()) throw error(errc::bad_argument, "", "--methods", "no method given");
+  return out;
+}
+
+/// Builds the time-expanded network once, so that a τ or chunk size outside its limits is reported
+/// against the option (or demand file field) that set it before anything is planned.
+void check_network(const cluster& c, const comm::demand& d, const comm::plan_options& p, const demand_opts& o) {
+  try {
+    comm::network net(c, d.chunk_bytes, p.tau_mode, p.tau);
+  } catch (const error& e) {
+    if (e.path() == "tau") throw error(e.code(), "", "--tau", e.reason());
+    if (e.path() == "chunk_bytes" && !comm::parse_collective(o.spec))
+      throw error(errc::bad_value, o.spec, "chunk_bytes", e.reason());
+    if (e.path() == "chunk_bytes") throw error(e.code(), "", "--chunk-bytes", e.reason());
+    throw;
   }
 }
 
@@ -107,9 +179,18 @@ void add_plan_comm(CLI::App& app) {
                   "from the state there (greedy, auto, milp; -1: keep every old send)")
       ->capture_default_str();
   cmd->callback([o] {
+    check_method(o->p.method, "--method");
+    check_time_limit(o->p.time_limit);
+    if (o->p.max_epochs < 0)
+      throw error(errc::bad_argument, "", "--max-epochs", std::to_string(o->p.max_epochs) + " is negative (0: searched)");
+    if (o->p.round_epochs < 2)
+      throw error(errc::bad_argument, "", "--round-epochs", std::to_string(o->p.round_epochs) + " is less than 2");
+    if (o->p.replan_epoch < -1)
+      throw error(errc::bad_argument, "", "--replan-epoch", std::to_string(o->p.replan_epoch) + " is less than -1");
     cluster c = comm::load_comm_cluster(o->cluster);
     comm::demand d = make_demand(c, o->d);
     set_tau(o->p, o->tau);
+    check_network(c, d, o->p, o->d);
     comm::schedule old;
     if (!o->warm.empty()) {
       old = comm::load_schedule(o->warm, c);
@@ -146,7 +227,8 @@ void add_check_schedule(CLI::App& app) {
     cluster c = comm::load_comm_cluster(o->cluster);
     comm::schedule s = comm::load_schedule(o->schedule, c);
     demand_opts dopt = o->d;
-    if (comm::parse_collective(dopt.spec)) dopt.chunk_bytes = s.chunk_bytes;  // the schedule's chunk size
+    // A collective has the schedule's chunk size unless --chunk-bytes says otherwise (then they must match).
+    if (comm::parse_collective(dopt.spec) && !dopt.chunk_bytes_given()) dopt.chunk_bytes = s.chunk_bytes;
     comm::demand d = make_demand(c, dopt);
     comm::replay_report r;
     try {
@@ -221,19 +303,23 @@ void add_compare_comm(CLI::App& app) {
   cmd->add_option("--csv", o->csv, "Write the table as CSV");
   cmd->add_option("--svg", o->svg, "Write an algbw bar chart as SVG");
   cmd->callback([o] {
+    const std::vector<std::string> methods = parse_methods(o->methods);
+    check_time_limit(o->time_limit);
     cluster c = comm::load_comm_cluster(o->cluster);
     comm::demand d = make_demand(c, o->d);
+    comm::plan_options base;
+    base.with_time_limit(o->time_limit).with_switch_copy(o->switch_copy);
+    set_tau(base, o->tau);
+    check_network(c, d, base, o->d);
     std::vector<std::pair<std::string, comm::plan_result>> rows;
     std::string csv = "method,epochs,epoch_seconds,transfer_seconds,algbw_GBps,bound_seconds,percent_of_bound,"
                       "alpha_beta_seconds,sends,solve_seconds,optimal_epochs,status\n";
     std::cout << fmt::format("{} on {}: {} chunks of {} bytes\n", d.name, c.name(), d.chunks.size(), d.chunk_bytes);
     std::cout << fmt::format("{:<8} {:>7} {:>12} {:>12} {:>9} {:>12} {:>10}  {}\n", "method", "epochs", "time (s)",
                              "algbw GB/s", "% bound", "α-β (s)", "solve (s)", "");
-    std::stringstream list(o->methods);
-    for (std::string m; std::getline(list, m, ',');) {
-      comm::plan_options p;
-      p.with_method(m).with_time_limit(o->time_limit).with_switch_copy(o->switch_copy);
-      set_tau(p, o->tau);
+    for (const std::string& m : methods) {
+      comm::plan_options p = base;
+      p.with_method(m);
       try {
         comm::plan_result r = comm::plan(c, d, p);
         std::cout << fmt::format("{:<8} {:>7} {:>12.4g} {:>12.2f} {:>8.1f}% {:>12.4g} {:>10.3f}  {}\n", m, r.sched.epochs,
@@ -253,9 +339,8 @@ void add_compare_comm(CLI::App& app) {
     }
     if (d.jobs.size() > 1 && !rows.empty()) {
       // Several tenants: the first method jointly vs each job alone vs first-come-first-served.
-      comm::plan_options p;
-      p.with_method(rows.front().first).with_time_limit(o->time_limit).with_switch_copy(o->switch_copy);
-      set_tau(p, o->tau);
+      comm::plan_options p = base;
+      p.with_method(rows.front().first);
       comm::tenant_comparison t = comm::compare_tenants(c, d, p);
       std::cout << fmt::format("tenants ({}): completion epochs per job\n{:<16} {:>7} {:>7} {:>7} {:>7}\n", p.method, "job",
                                "weight", "joint", "alone", "fcfs");

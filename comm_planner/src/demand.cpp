@@ -1,6 +1,9 @@
 // Demands: checks, collective builders, merging jobs.
 #include <doppler/comm/demand.hpp>
+#include <doppler/comm/network.hpp>
 #include <doppler/runtime/error.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -47,8 +50,10 @@ std::optional<std::size_t> demand::find_chunk(std::uint32_t id) const {
 }
 
 void demand::validate(const cluster& c, const std::string& file) const {
-  if (!(chunk_bytes > 0) || !std::isfinite(chunk_bytes))
-    throw error(errc::bad_value, file, "chunk_bytes", "must be a positive finite number of bytes");
+  if (!(chunk_bytes >= min_chunk_bytes && chunk_bytes <= max_chunk_bytes))
+    throw error(errc::bad_value, file, "chunk_bytes",
+                fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", chunk_bytes,
+                            min_chunk_bytes, max_chunk_bytes));
   std::unordered_set<std::uint32_t> ids;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     const chunk& ch = chunks[i];
@@ -81,7 +86,10 @@ demand make_collective(const cluster& c, collective kind, double chunk_bytes, in
   if (participants.empty())
     for (device_index d = 0; d < c.device_count(); ++d) participants.push_back(d);
   if (chunks_per_gpu < 1) throw error(errc::bad_argument, "chunks per GPU must be at least 1");
-  if (!(chunk_bytes > 0)) throw error(errc::bad_argument, "chunk bytes must be positive");
+  if (!(chunk_bytes >= min_chunk_bytes && chunk_bytes <= max_chunk_bytes))
+    throw error(errc::bad_argument, "", "chunk_bytes",
+                fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", chunk_bytes,
+                            min_chunk_bytes, max_chunk_bytes));
   for (device_index p : participants)
     if (p >= c.device_count()) throw error(errc::bad_argument, "participant out of range");
   if (root >= c.device_count()) throw error(errc::bad_argument, "root device out of range");

@@ -30,6 +30,7 @@ demand parse_demand(std::string_view text, const cluster& c, const std::string& 
     }
   }
   const json* chunks = r.array(root, "chunks", "", true);
+  if (chunks->empty()) r.fail(errc::bad_value, "chunks", "a demand needs at least one chunk");
   d.chunks.reserve(chunks->size());
   for (std::size_t i = 0; i < chunks->size(); ++i) {
     std::string p = json_reader::index("chunks", i);

@@ -157,6 +157,15 @@ std::shared_ptr<const transfer_plan> multicast_planner::plan(device_index src, s
     try {
       p = solve(src, dsts, bytes, opt_.method);
       if (!opt_.keep_slower && p->planned_seconds >= direct_seconds(*c_, src, dsts, bytes)) p = nullptr;
+    } catch (const error& e) {
+      // Chunks too small for the time-expanded network (latency of ≥ max_hop_epochs epochs): a tiny
+      // tensor, copied directly as a matter of course, not a failure.
+      if (e.path() != "chunk_bytes") {
+        ++failures_;
+        spdlog::warn("comm planner: {} bytes from {} to {} device(s): {}; copying directly", bytes, (*c_)[src].id,
+                     dsts.size(), e.what());
+      }
+      p = nullptr;
     } catch (const std::exception& e) {
       ++failures_;
       spdlog::warn("comm planner: {} bytes from {} to {} device(s): {}; copying directly", bytes, (*c_)[src].id,

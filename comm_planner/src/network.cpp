@@ -2,6 +2,8 @@
 #include <doppler/comm/network.hpp>
 #include <doppler/runtime/error.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <queue>
@@ -35,8 +37,10 @@ std::int32_t extra_epochs(double chunk, double bw, double tau) {
 network::network(const cluster& c, double chunk_bytes, epoch_mode mode, double tau,
                  const std::vector<link_index>& removed)
     : cluster_(&c), chunk_bytes_(chunk_bytes), devices_(c.device_count()) {
-  if (!(chunk_bytes > 0) || !std::isfinite(chunk_bytes))
-    throw error(errc::bad_argument, "chunk bytes must be positive and finite");
+  if (!(chunk_bytes >= min_chunk_bytes && chunk_bytes <= max_chunk_bytes))
+    throw error(errc::bad_argument, "", "chunk_bytes",
+                fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", chunk_bytes,
+                            min_chunk_bytes, max_chunk_bytes));
   std::vector<bool> gone(c.links().size(), false);
   for (link_index l : removed)
     if (l < gone.size()) gone[l] = true;
@@ -48,7 +52,8 @@ network::network(const cluster& c, double chunk_bytes, epoch_mode mode, double t
     hi = std::max(hi, bw);
   }
   if (mode == epoch_mode::given) {
-    if (!(tau > 0) || !std::isfinite(tau)) throw error(errc::bad_argument, "a given epoch length must be positive");
+    if (!(tau > 0) || !std::isfinite(tau))
+      throw error(errc::bad_argument, "", "tau", fmt::format("{:g} is not a positive number of seconds", tau));
     tau_ = tau;
   } else if (hi == 0) {
     tau_ = 1;  // no links: nothing will be sent
@@ -72,11 +77,27 @@ network::network(const cluster& c, double chunk_bytes, epoch_mode mode, double t
     in_[k.dst].push_back(id);
   }
   // Windows and capacities, then offsets (a link out of a switch accounts for the in-hop too).
+  // The limits are checked in doubles before anything is cast to an epoch count.
+  const std::string tau_text =
+      fmt::format("an epoch of {:.4g} s{}", tau_,
+                  mode == epoch_mode::given ? "" : mode == epoch_mode::fast ? " (fast: one chunk on the fastest link)"
+                                                                            : " (slow: one chunk on the slowest link)");
+  auto link_text = [&](const te_link& t) { return "link " + c.node_id(t.src) + " -> " + c.node_id(t.dst); };
   for (te_link& t : links_) {
+    const double occupy = chunk_bytes / (t.bandwidth * tau_);  // epochs one chunk occupies the link
+    if (!(occupy <= max_hop_epochs))
+      throw error(errc::bad_argument, "", "tau",
+                  fmt::format("{} is too short for {:.10g}-byte chunks on {}: {} would take {:.4g} epochs per chunk "
+                              "(at most {})", tau_text, chunk_bytes, c.name(), link_text(t), occupy, max_hop_epochs));
     std::int32_t beta = extra_epochs(chunk_bytes, t.bandwidth, tau_);
     t.window = beta + 1;
-    t.cap = std::max<std::int32_t>(
-        1, static_cast<std::int32_t>(std::floor(t.window * t.bandwidth * tau_ / chunk_bytes + 1e-9)));
+    const double per_window = std::floor(t.window * t.bandwidth * tau_ / chunk_bytes + 1e-9);
+    if (!(per_window <= max_epoch_chunks))
+      throw error(errc::bad_argument, "", "tau",
+                  fmt::format("{} is too long for {:.10g}-byte chunks on {}: {} would carry {:.4g} chunks per epoch "
+                              "(at most {})", tau_text, chunk_bytes, c.name(), link_text(t), per_window / t.window,
+                              max_epoch_chunks));
+    t.cap = std::max<std::int32_t>(1, static_cast<std::int32_t>(per_window));
   }
   for (te_link& t : links_) {
     if (is_switch(t.dst)) {
@@ -92,6 +113,15 @@ network::network(const cluster& c, double chunk_bytes, epoch_mode mode, double t
         beta = std::max(beta, links_[i].window - 1);
       }
       alpha += in_alpha;
+    }
+    if (!(alpha / tau_ + beta + 1 <= max_hop_epochs)) {
+      // Fast/slow τ follows the chunk size: there tiny chunks make the latency many epochs.
+      const bool given = mode == epoch_mode::given;
+      throw error(errc::bad_argument, "", given ? "tau" : "chunk_bytes",
+                  fmt::format("{}{} is too short for the latency of {} on {} ({:.4g} s): a hop would take {:.4g} "
+                              "epochs (at most {})",
+                              given ? "" : fmt::format("{:.10g}-byte chunks are too small: ", chunk_bytes), tau_text,
+                              link_text(t), c.name(), alpha, alpha / tau_ + beta + 1, max_hop_epochs));
     }
     t.offset = latency_epochs(alpha, tau_) + beta + 1;
   }

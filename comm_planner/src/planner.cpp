@@ -3,6 +3,8 @@
 
 #include <doppler/runtime/error.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -47,6 +49,25 @@ detail::method_result run_method(const std::string& m, const network& net, const
   std::string names;
   for (auto& n : method_names()) names += (names.empty() ? "" : ", ") + n;
   throw error(errc::bad_argument, "unknown comm-planning method \"" + m + "\" (methods: " + names + ")");
+}
+
+/// Range checks of the options; errors name the plan_options field.
+void check_options(const plan_options& opt) {
+  const auto names = method_names();
+  if (std::find(names.begin(), names.end(), opt.method) == names.end()) {
+    std::string known;
+    for (auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    throw error(errc::bad_argument, "", "method",
+                "unknown comm-planning method \"" + opt.method + "\" (methods: " + known + ")");
+  }
+  if (!(opt.time_limit >= 0) || !std::isfinite(opt.time_limit))
+    throw error(errc::bad_argument, "", "time_limit", fmt::format("{:g} is not a number of seconds >= 0", opt.time_limit));
+  if (opt.max_epochs < 0)
+    throw error(errc::bad_argument, "", "max_epochs", std::to_string(opt.max_epochs) + " is negative (0: searched)");
+  if (opt.round_epochs < 2)
+    throw error(errc::bad_argument, "", "round_epochs", std::to_string(opt.round_epochs) + " is less than 2");
+  if (opt.replan_epoch < -1)
+    throw error(errc::bad_argument, "", "replan_epoch", std::to_string(opt.replan_epoch) + " is less than -1");
 }
 
 /// Binaries the MILP would need at horizon K (chunks × links × epochs, before pruning).
@@ -161,6 +182,7 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
 
 plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
   const auto t0 = std::chrono::steady_clock::now();
+  check_options(opt);
   d.validate(c);
   network net(c, d.chunk_bytes, opt.tau_mode, opt.tau, opt.removed_links);
   detail::check_reachable(net, d);

@@ -1,9 +1,12 @@
 // `doppler-schedule/1` reader and writer.
 #include "json_common.hpp"
 
+#include <doppler/comm/network.hpp>
 #include <doppler/comm/schedule.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <tuple>
@@ -22,11 +25,18 @@ schedule parse_schedule(std::string_view text, const cluster& c, const std::stri
   node_names names(c);
   schedule s;
   s.topology = r.opt_string(root, "topology", "").value_or("");
+  if (!s.topology.empty() && s.topology != c.name())
+    r.fail(errc::bad_value, "topology",
+           "the schedule is for \"" + s.topology + "\", not for the cluster \"" + c.name() + "\" it is read with");
   s.demand_name = r.opt_string(root, "demand", "").value_or("");
   s.method = r.opt_string(root, "method", "").value_or("");
   s.epoch_seconds = r.number(root, "epoch_seconds", "", true);
   s.epochs = static_cast<std::int32_t>(integer(r, root, "epochs", "", 0, 1 << 28));
   s.chunk_bytes = r.number(root, "chunk_bytes", "", true);
+  if (!(s.chunk_bytes >= min_chunk_bytes && s.chunk_bytes <= max_chunk_bytes))
+    r.fail(errc::bad_value, "chunk_bytes",
+           fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", s.chunk_bytes, min_chunk_bytes,
+                       max_chunk_bytes));
   s.transfer_seconds = r.opt_number(root, "transfer_seconds", "", false, true).value_or(0);
   s.lower_bound_seconds = r.opt_number(root, "lower_bound_seconds", "", false, true).value_or(0);
   s.solve_seconds = r.opt_number(root, "solve_seconds", "", false, true).value_or(0);

@@ -2,10 +2,13 @@
 #include <doppler/comm/validate.hpp>
 #include <doppler/runtime/error.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -15,6 +18,12 @@ namespace {
 
 [[noreturn]] void fail(const std::string& path, const std::string& why) {
   throw error(errc::bad_value, "", path, why);
+}
+
+/// The schedule's chunks must be the demand's.
+void check_chunk_bytes(const demand& d, const schedule& s) {
+  if (std::abs(s.chunk_bytes - d.chunk_bytes) > 1e-9 * d.chunk_bytes)
+    fail("chunk_bytes", fmt::format("is {:.10g} but the demand's chunks are {:.10g} bytes", s.chunk_bytes, d.chunk_bytes));
 }
 
 constexpr std::int32_t never = std::numeric_limits<std::int32_t>::max();
@@ -32,9 +41,7 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
   const std::size_t D = c.device_count(), C = d.chunks.size();
   if (std::abs(s.epoch_seconds - net.tau()) > 1e-9 * net.tau())
     fail("epoch_seconds", "does not match the network's epoch length");
-  if (std::abs(s.chunk_bytes - d.chunk_bytes) > 1e-9 * d.chunk_bytes)
-    fail("chunk_bytes", "is " + std::to_string(s.chunk_bytes) + " but the demand's chunks are " +
-                            std::to_string(d.chunk_bytes) + " bytes");
+  check_chunk_bytes(d, s);
   std::unordered_map<std::uint32_t, std::uint32_t> chunk_index;
   for (std::size_t i = 0; i < C; ++i) chunk_index.emplace(d.chunks[i].id, static_cast<std::uint32_t>(i));
 
@@ -205,8 +212,15 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
 
 replay_report validate_schedule(const cluster& c, const demand& d, const schedule& s,
                                 const validate_options& opt) {
-  network net(c, s.chunk_bytes, epoch_mode::given, s.epoch_seconds);
-  return validate_schedule(net, d, s, opt);
+  // The schedule's epoch length and chunk size must make a bounded time-expanded network.
+  check_chunk_bytes(d, s);
+  std::optional<network> net;
+  try {
+    net.emplace(c, s.chunk_bytes, epoch_mode::given, s.epoch_seconds);
+  } catch (const error& e) {
+    throw error(errc::bad_value, "", e.path() == "tau" ? "epoch_seconds" : e.path(), e.reason());
+  }
+  return validate_schedule(*net, d, s, opt);
 }
 
 }  // namespace doppler::comm

@@ -227,3 +227,14 @@ TEST_CASE("cp and heft with a transfer planner estimate arrivals by the plan and
     CHECK(mpl == doctest::Approx(5.5).epsilon(1e-6));  // e after c1 on gpu0; c2 ends at 5.2 s
   }
 }
+
+TEST_CASE("a tensor too small for the time-expanded network is copied directly, not counted as a failure") {
+  // 1 GB/s links with 1 ms latency: 2-byte chunks would make every hop 5e5 epochs (over max_hop_epochs).
+  std::vector<link_spec> l{{"gpu0", "gpu1", 1e9, 1e-3, true}, {"gpu1", "gpu2", 1e9, 1e-3, true}};
+  cluster c("slow-line3", comm_fixtures::gpus(3), {}, l);
+  auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(mb).with_keep_slower());
+  const std::vector<device_index> dsts{1, 2};
+  CHECK(mp->plan(0, dsts, 2) == nullptr);
+  CHECK(mp->failures() == 0);
+  CHECK(mp->plan(0, dsts, 4 * mb) != nullptr);  // large tensors still plan
+}

@@ -31,10 +31,23 @@ struct te_link {
 
 constexpr std::int32_t unreachable_epochs = std::numeric_limits<std::int32_t>::max() / 4;
 
+/// Limits that keep the time-expanded network (and every horizon built on it) bounded: a link hop
+/// may take at most `max_hop_epochs` epochs (δ + β + 1: τ too short for the chunk or the latency),
+/// and a link may carry at most `max_epoch_chunks` chunks per window (τ far too long for the chunk).
+constexpr std::int32_t max_hop_epochs = 1 << 14;
+constexpr std::int32_t max_epoch_chunks = 1 << 14;
+/// Chunk sizes a demand or schedule may use: at least one byte, at most 1 TiB.
+constexpr double min_chunk_bytes = 1;
+constexpr double max_chunk_bytes = 1099511627776.0;
+
 class network {
  public:
   /// τ from `mode` (`given` uses `tau`). Links listed in `removed` (cluster link indices, e.g.
-  /// failures) are left out.
+  /// failures) are left out. Throws doppler::error(bad_argument) when the chunk size is outside
+  /// [min_chunk_bytes, max_chunk_bytes] (path `chunk_bytes`), or when τ makes a hop longer than
+  /// max_hop_epochs or a window carry more than max_epoch_chunks (path `tau` for a given τ or a
+  /// bandwidth spread that fast/slow cannot cover, `chunk_bytes` when tiny chunks make a link's
+  /// latency too many fast/slow epochs).
   network(const cluster& c, double chunk_bytes, epoch_mode mode = epoch_mode::fast, double tau = 0,
           const std::vector<link_index>& removed = {});
 

@@ -19,11 +19,11 @@ struct plan_options {
   std::string method = "auto";  ///< milp, lp, telp, astar, greedy, ring, direct, tree, auto
   epoch_mode tau_mode = epoch_mode::fast;
   double tau = 0;                ///< epoch seconds when tau_mode is given
-  double time_limit = 60;        ///< seconds for the whole solve (solver methods)
+  double time_limit = 60;        ///< seconds for the whole solve (solver methods); finite, ≥ 0
   bool first_feasible = false;   ///< MILP: stop at the first feasible schedule of each horizon
   bool switch_copy = false;      ///< switches may multicast (NVLink SHARP-like)
-  std::int32_t max_epochs = 0;   ///< horizon cap (0: searched from the lower bound)
-  std::int32_t round_epochs = 15;///< astar: epochs per round
+  std::int32_t max_epochs = 0;   ///< horizon cap (0: searched from the lower bound); ≥ 0
+  std::int32_t round_epochs = 15;///< astar: epochs per round (≥ 2)
   std::vector<link_index> removed_links;  ///< cluster links left out (failures)
   /// Re-planning: a previous schedule. Its sends of chunks still in the demand are kept (fixed
   /// prefix) and only chunks it does not carry are planned around them (greedy, auto); with milp
@@ -71,7 +71,9 @@ struct plan_result {
 };
 
 /// Plans `d` on `c`. Throws doppler::error: bad_argument for an unknown method or one that does
-/// not apply (ring on a non-allgather), infeasible when a destination cannot be reached or the
+/// not apply (ring on a non-allgather), an option out of range (the path names the field:
+/// `method`, `time_limit`, `max_epochs`, `round_epochs`, `replan_epoch`), or a τ / chunk size
+/// outside the network's limits (`tau`, `chunk_bytes`; see network), infeasible when a destination cannot be reached or the
 /// horizon is too short, internal when a solver fails (with its message); "not built" when the
 /// method needs COIN-OR and doppler was built without it.
 plan_result plan(const cluster& c, const demand& d, const plan_options& opt = {});

@@ -37,7 +37,9 @@ struct replay_report {
 replay_report validate_schedule(const network& net, const demand& d, const schedule& s,
                                 const validate_options& opt = {});
 
-/// Builds the network the schedule was made for (its τ and chunk size) and validates on it.
+/// Builds the network the schedule was made for (its τ and chunk size) and validates on it; an
+/// epoch length or chunk size outside the network's limits (max_hop_epochs, max_epoch_chunks) is a
+/// bad_value at `epoch_seconds` or `chunk_bytes`.
 replay_report validate_schedule(const cluster& c, const demand& d, const schedule& s,
                                 const validate_options& opt = {});
 

@@ -1,0 +1,138 @@
+// The comm commands end to end on bad input (plan-comm, compare-comm, check-schedule): every
+// refusal is one line naming the option or the file and field, with exit code 2 — never a hang,
+// a crash, or exit 0 with nonsense.
+#include <doctest/doctest.h>
+
+#include "../temp_dir.hpp"
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+const std::string cli = DOPPLER_CLI_PATH;
+
+struct result {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& f) {
+  std::ifstream in(f);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Runs `doppler ARGS` in `dir` under a 60 s timeout (a hang fails with rc 124).
+result run(const temp_dir& dir, const std::string& args) {
+  std::string cmd = "cd '" + dir.path.string() + "' && timeout 60 '" + cli + "' " + args + " >" + (dir / "_out") +
+                    " 2>" + (dir / "_err");
+  int status = std::system(cmd.c_str());
+  result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir / "_out");
+  r.err = slurp(dir / "_err");
+  return r;
+}
+
+/// `doppler ARGS` must fail with exit code 2 and one line of stderr mentioning every needle.
+void refused(const temp_dir& dir, const std::string& args, std::initializer_list<std::string> needles) {
+  result r = run(dir, args);
+  INFO("doppler " << args << "\nstdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.rc == 2);
+  CHECK(r.err.find('\n') == r.err.size() - 1);  // exactly one line
+  for (const std::string& n : needles) CHECK_MESSAGE(r.err.find(n) != std::string::npos, "missing: " << n);
+}
+
+void write(const std::string& f, const std::string& text) { std::ofstream(f) << text; }
+
+}  // namespace
+
+TEST_CASE("comm cli: --root defaults to the cluster's first device and applies only to rooted collectives") {
+  temp_dir d;
+  // cpu:4 has no gpu0: allgather/alltoall have no root and must plan.
+  for (const char* k : {"allgather", "alltoall"}) {
+    result r = run(d, std::string("plan-comm --cluster cpu:4 --method greedy --collective ") + k);
+    CHECK_MESSAGE(r.rc == 0, r.err);
+  }
+  result r = run(d, "compare-comm --cluster cpu:4 --methods greedy,direct");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  // broadcast: the first device (cpu0) by default, or the one named.
+  r = run(d, "plan-comm --cluster cpu:4 --method greedy --collective broadcast -o b.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  auto s = nlohmann::json::parse(slurp(d / "b.json"));
+  for (const auto& x : s["sends"]) CHECK(x["dst"] != "cpu0");
+  r = run(d, "plan-comm --cluster cpu:4 --method greedy --collective scatter --root cpu2 -o s.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  r = run(d, "check-schedule s.json --cluster cpu:4 --collective scatter --root cpu2");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  refused(d, "check-schedule s.json --cluster cpu:4 --collective scatter", {"s.json", "sends"});
+  refused(d, "plan-comm --cluster cpu:4 --collective broadcast --root gpu0", {"--root", "\"gpu0\"", "cpu:4"});
+  refused(d, "plan-comm --cluster cpu:4 --collective allgather --root cpu1", {"--root", "allgather"});
+  refused(d, "compare-comm --cluster cpu:4 --collective alltoall --root cpu1", {"--root"});
+}
+
+TEST_CASE("comm cli: --tau and --chunk-bytes that would make an unbounded problem are refused") {
+  temp_dir d;
+  refused(d, "plan-comm --cluster p100x4 --tau 1e-300 --method greedy", {"--tau", "too short", "16384"});
+  refused(d, "compare-comm --cluster p100x4 --tau 1e-300 --time-limit 2 --methods greedy,ring,direct",
+          {"--tau", "too short"});
+  refused(d, "plan-comm --cluster p100x4 --tau 1e6 --method greedy", {"--tau", "too long"});
+  refused(d, "plan-comm --cluster p100x4 --tau inf", {"--tau"});
+  refused(d, "plan-comm --cluster p100x4 --chunk-bytes 1e-300", {"--chunk-bytes", "not a chunk size"});
+  refused(d, "compare-comm --cluster p100x4 --chunk-bytes 1e-300 --methods greedy", {"--chunk-bytes"});
+  refused(d, "plan-comm --cluster p100x4 --chunk-bytes 1e300", {"--chunk-bytes"});
+  refused(d, "plan-comm --cluster p100x4 --chunks-per-gpu 0", {"--chunks-per-gpu"});
+  refused(d, "plan-comm --cluster p100x4 --chunks-per-gpu 100000000", {"--chunks-per-gpu"});
+  write(d / "tiny.json", R"({"format": "doppler-demand/1", "name": "d", "chunk_bytes": 1e-300,
+    "chunks": [{"id": 0, "source": "gpu0", "destinations": ["gpu1"]}]})");
+  refused(d, "plan-comm --cluster p100x4 --collective tiny.json --method greedy", {"tiny.json", "chunk_bytes"});
+  refused(d, "plan-comm --cluster p100x4 --collective tiny.json --root gpu1", {"--root"});
+  result r = run(d, "plan-comm --cluster p100x4 --tau 1e-6 --method greedy");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+}
+
+TEST_CASE("comm cli: unknown or missing methods and out-of-range solver options are refused") {
+  temp_dir d;
+  refused(d, "compare-comm --cluster p100x4 --methods nosuch", {"--methods", "\"nosuch\"", "greedy"});
+  refused(d, "compare-comm --cluster p100x4 --methods greedy,nosuch", {"--methods", "nosuch"});
+  refused(d, "compare-comm --cluster p100x4 --methods ''", {"--methods"});
+  refused(d, "compare-comm --cluster p100x4 --methods greedy,,ring", {"--methods", "empty"});
+  refused(d, "compare-comm --cluster p100x4 --methods greedy --time-limit -1", {"--time-limit"});
+  refused(d, "plan-comm --cluster p100x4 --method nosuch", {"--method", "greedy"});
+  refused(d, "plan-comm --cluster p100x4 --method greedy --time-limit -1", {"--time-limit"});
+  refused(d, "plan-comm --cluster p100x4 --method greedy --time-limit nan", {"--time-limit"});
+  refused(d, "plan-comm --cluster p100x4 --method greedy --max-epochs -1", {"--max-epochs"});
+  refused(d, "plan-comm --cluster p100x4 --method greedy --round-epochs 0", {"--round-epochs"});
+  result r = run(d, "compare-comm --cluster p100x4 --methods ' greedy, ring'");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("ring") != std::string::npos);
+}
+
+TEST_CASE("comm cli: check-schedule refuses schedules that do not fit the cluster or demand") {
+  temp_dir d;
+  result r = run(d, "plan-comm --cluster p100x4 --method greedy -o s.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  r = run(d, "check-schedule s.json --cluster p100x4");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  auto s = nlohmann::json::parse(slurp(d / "s.json"));
+  auto variant = [&](const std::string& f, const char* key, const nlohmann::json& v) {
+    auto t = s;
+    t[key] = v;
+    write(d / f, t.dump());
+  };
+  variant("tiny.json", "epoch_seconds", 1e-300);
+  refused(d, "check-schedule tiny.json --cluster p100x4", {"tiny.json", "epoch_seconds", "too short"});
+  variant("two.json", "chunk_bytes", 2);
+  refused(d, "check-schedule two.json --cluster p100x4", {"two.json", "epoch_seconds", "too long"});
+  refused(d, "check-schedule two.json --cluster p100x4 --chunk-bytes 1048576", {"two.json", "chunk_bytes"});
+  variant("topo.json", "topology", "dgx1-v100");
+  refused(d, "check-schedule topo.json --cluster p100x4", {"topo.json", "topology", "dgx1-v100"});
+  refused(d, "check-schedule s.json --cluster p100x4 --chunk-bytes 2", {"s.json", "chunk_bytes"});
+}
