@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace doppler {
@@ -38,37 +40,79 @@ std::string read_file(const std::string& path) {
   return text;
 }
 
+namespace {
+
+/// Follows `path` through symlinks (relative targets are taken from the link's directory) to the
+/// file it finally names, which need not exist; a loop of links is an error naming `path`.
+std::filesystem::path resolve_symlinks(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p(path);
+  for (int hops = 0;; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) return p;
+    if (hops == 40) throw error(errc::io, path, "", "too many levels of symbolic links");
+    fs::path next = fs::read_symlink(p, ec);
+    if (ec) throw error(errc::io, path, "", "cannot read symbolic link: " + ec.message());
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+}
+
+/// Writes all of `text` to `fd`; returns 0 or the errno of the failed write.
+int write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return 0;
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, std::string_view text) {
   if (path == "-") {
     std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
     std::cout.flush();
+    if (!std::cout) throw error(errc::io, "<stdout>", "", "write failed");
     return;
   }
   namespace fs = std::filesystem;
-  fs::path target(path);
+  fs::path target = resolve_symlinks(path);
+  struct stat st {};
+  bool exists = ::stat(target.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) throw error(errc::io, path, "", "is a directory, not a file");
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A FIFO, a device or a socket: there is nothing to replace atomically, so write to it directly.
+    int fd = ::open(target.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) throw error(errc::io, path, "", std::string("cannot open for writing: ") + std::strerror(errno));
+    int err = write_all(fd, text);
+    if (::close(fd) != 0 && err == 0) err = errno;
+    if (err != 0) throw error(errc::io, path, "", std::string("write failed: ") + std::strerror(err));
+    return;
+  }
+  // A regular file (or nothing yet): a temporary file beside the final target, then rename, so a
+  // reader sees the old or the new contents, never a mix. A symlink stays a symlink to the new file.
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::random_device rd;
   fs::path tmp = dir / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()) + "-" +
                         std::to_string(rd()));
-  {
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw error(errc::io, path, "", std::string("cannot create: ") + std::strerror(errno));
-    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    ok = (std::fflush(f) == 0) && ok;
-    ok = (::fsync(::fileno(f)) == 0) && ok;
-    ok = (std::fclose(f) == 0) && ok;
-    if (!ok) {
-      std::error_code ignore;
-      fs::remove(tmp, ignore);
-      throw error(errc::io, path, "", std::string("write failed: ") + std::strerror(errno));
-    }
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) throw error(errc::io, path, "", std::string("cannot create: ") + std::strerror(errno));
+  if (exists) (void)::fchmod(fd, st.st_mode & 07777);  // keep the replaced file's permissions
+  int err = write_all(fd, text);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    throw error(errc::io, path, "", std::string("write failed: ") + std::strerror(err));
   }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignore;
-    fs::remove(tmp, ignore);
-    throw error(errc::io, path, "", "cannot rename temporary file into place: " + ec.message());
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    err = errno;
+    ::unlink(tmp.c_str());
+    throw error(errc::io, path, "", std::string("cannot rename temporary file into place: ") + std::strerror(err));
   }
 }
 
