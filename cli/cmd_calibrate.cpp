@@ -177,6 +177,13 @@ std::pair<double, double> transfer_costs(int rounds) {
 void calibrate_command(const calibrate_flags& f) {
   if (f.rounds < 1) throw error(errc::bad_argument, "", "--rounds", "must be at least 1");
   cluster c = load_cluster_or_preset(f.cluster_spec);
+  // Calibration measures this host's CPU cores: the cluster only says how many of them are devices.
+  for (device_index d = 0; d < c.device_count(); ++d)
+    if (c[d].kind != device_kind::cpu)
+      throw error(errc::bad_argument, "", "--cluster",
+                  fmt::format("calibrate measures this host's CPU and takes a cpu:N cluster; '{}' has {} device "
+                              "'{}' (simulate other hardware with its preset and a costs file instead)",
+                              f.cluster_spec, to_string(c[d].kind), c[d].id));
   std::size_t n = c.device_count();
   std::vector<graph> graphs;
   if (f.graphs.empty())

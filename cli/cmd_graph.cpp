@@ -2,19 +2,25 @@
 
 #include "commands.hpp"
 
+#include <doppler/comm/demand.hpp>
+#include <doppler/comm/schedule.hpp>
 #include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_algos.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/workloads.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace doppler::cli {
 
@@ -58,11 +64,47 @@ void print_summary(const nlohmann::json& s, std::ostream& out) {
   out << fmt::format("depth      {} levels\n", s["depth"].get<std::uint32_t>());
   double cp = s["critical_path_flops"].get<double>();
   double total = s["flops"].get<double>();
-  out << fmt::format("crit. path {:.4g} FLOPs ({:.1f}% of all; parallelism {:.2f})\n", cp,
-                     total > 0 ? 100 * cp / total : 0.0, cp > 0 ? total / cp : 0.0);
+  // FLOPs near the double range sum to inf: then no share or parallelism can be told.
+  if (std::isfinite(total) && std::isfinite(cp))
+    out << fmt::format("crit. path {:.4g} FLOPs ({:.1f}% of all; parallelism {:.2f})\n", cp,
+                       total > 0 ? 100 * (cp / total) : 0.0, cp > 0 ? total / cp : 0.0);
+  else
+    out << fmt::format("crit. path {:.4g} FLOPs (the FLOP totals overflow a double: no share or parallelism)\n", cp);
   out << "kinds     ";
   for (auto& [k, n] : s["kinds"].items()) out << " " << k << "=" << n.get<std::size_t>();
   out << "\n";
+}
+
+/// What `validate` checks, for its help and its errors.
+constexpr const char* validated_formats =
+    "doppler-graph/1, the paper's .txt graphs, doppler-cluster/1, doppler-costs/1, doppler-placement/1 "
+    "(with --graph and --cluster), doppler-demand/1 and doppler-schedule/1 (with --cluster)";
+
+/// The `"format"` tag of a document sniff_format could not place, by parsing it: errors say why
+/// there is none (not JSON, not an object, no tag, a tag that is not a string).
+std::string format_tag_of(const std::string& text, const std::string& file) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    throw error(errc::bad_json, file, "",
+                excerpt(pos == std::string::npos ? what : what.substr(pos + 2), 200) +
+                    " (not JSON, nor the paper's .txt format, which starts with its node count)");
+  }
+  if (!j.is_object())
+    throw error(errc::bad_type, file, "",
+                std::string("the document must be a JSON object with a \"format\" tag, got ") + j.type_name());
+  auto it = j.find("format");
+  if (it == j.end())
+    throw error(errc::bad_format_tag, file, "format",
+                std::string("missing: cannot tell which doppler format this is (validate checks ") +
+                    validated_formats + ")");
+  if (!it->is_string())
+    throw error(errc::bad_format_tag, file, "format",
+                std::string("must be a string naming the format, got ") + it->type_name());
+  return it->get<std::string>();
 }
 
 std::string default_output(const std::string& input, const std::string& ext) {
@@ -131,41 +173,78 @@ void add_graph_commands(CLI::App& app) {
   // ---- validate ------------------------------------------------------------------------------------
   {
     auto* cmd = app.add_subcommand(
-        "validate", "Check files of any doppler format (by their \"format\" tag) or the paper's .txt graphs");
-    auto files = std::make_shared<std::vector<std::string>>();
-    cmd->add_option("files", *files, "Files to check")->required();
-    cmd->callback([files] {
+        "validate",
+        "Check doppler files by their \"format\" tag: " + std::string(validated_formats) +
+            ". Other tags (doppler-learner/1, doppler-curriculum/1) are checked by the commands that read them.");
+    struct opts {
+      std::vector<std::string> files;
+      std::string graph_file, cluster_spec;
+    };
+    auto o = std::make_shared<opts>();
+    cmd->add_option("files", o->files, "Files to check")->required();
+    cmd->add_option("--graph", o->graph_file, "The graph doppler-placement/1 files are checked against");
+    cmd->add_option("--cluster", o->cluster_spec,
+                    "The cluster (file or preset) doppler-placement/1, doppler-demand/1 and doppler-schedule/1 "
+                    "files are checked against");
+    cmd->callback([o] {
       int bad = 0;
       std::optional<error> first;
-      for (auto& f : *files) {
+      std::optional<graph> g;
+      std::optional<cluster> c;
+      auto need_cluster = [&](const std::string& f, const std::string& tag) -> const cluster& {
+        if (o->cluster_spec.empty())
+          throw error(errc::bad_argument, f, "format", tag + " names devices: give --cluster to check it against");
+        if (!c) c = load_cluster_or_preset(o->cluster_spec);
+        return *c;
+      };
+      for (auto& f : o->files) {
         try {
           std::string text = read_file(f);
           std::string tag = sniff_format(text);
+          if (tag.empty()) tag = format_tag_of(text, f);
           if (tag == "doppler-graph/1" || tag == "paper-text") {
-            graph g = tag == "paper-text" ? parse_paper_graph(text, f) : parse_graph(text, f);
+            graph gr = tag == "paper-text" ? parse_paper_graph(text, f) : parse_graph(text, f);
             std::cout << fmt::format("ok  {}: {} graph '{}', {} ops, {} edges\n", f,
-                                     tag == "paper-text" ? "paper-format" : "doppler-graph/1", g.name(),
-                                     g.size(), g.edge_count());
+                                     tag == "paper-text" ? "paper-format" : "doppler-graph/1", gr.name(),
+                                     gr.size(), gr.edge_count());
           } else if (tag == "doppler-cluster/1") {
-            cluster c = parse_cluster(text, f);
+            cluster cl = parse_cluster(text, f);
             std::cout << fmt::format("ok  {}: doppler-cluster/1 '{}', {} devices, {} switches, {} links\n", f,
-                                     c.name(), c.device_count(), c.switches().size(), c.links().size());
+                                     cl.name(), cl.device_count(), cl.switches().size(), cl.links().size());
+          } else if (tag == "doppler-costs/1") {
+            cost_model::parse(text, f);
+            std::cout << fmt::format("ok  {}: doppler-costs/1\n", f);
+          } else if (tag == "doppler-placement/1") {
+            if (o->graph_file.empty())
+              throw error(errc::bad_argument, f, "format",
+                          "doppler-placement/1 names ops and devices: give --graph and --cluster to check it against");
+            const cluster& cl = need_cluster(f, tag);
+            if (!g) g = load_graph(o->graph_file);
+            placement p = parse_placement(text, *g, cl, f);
+            std::cout << fmt::format("ok  {}: doppler-placement/1 of {} ops on '{}' (method {})\n", f,
+                                     p.device.size(), cl.name(), p.method.empty() ? "-" : p.method);
+          } else if (tag == "doppler-demand/1") {
+            auto d = comm::parse_demand(text, need_cluster(f, tag), f);
+            std::cout << fmt::format("ok  {}: doppler-demand/1 '{}', {} chunks\n", f, d.name, d.chunks.size());
+          } else if (tag == "doppler-schedule/1") {
+            auto sc = comm::parse_schedule(text, need_cluster(f, tag), f);
+            std::cout << fmt::format("ok  {}: doppler-schedule/1, {} sends in {} epochs\n", f, sc.sends.size(),
+                                     sc.epochs);
           } else {
             throw error(errc::bad_format_tag, f, "format",
-                        tag.empty() ? "missing: cannot tell which doppler format this is"
-                                    : "unknown format \"" + tag + "\"");
+                        "\"" + excerpt(tag) + "\" is not a format validate checks (" + validated_formats + ")");
           }
         } catch (const error& e) {
           ++bad;
-          std::cerr << "bad " << e.what() << "\n";
+          if (o->files.size() > 1) std::cerr << "bad " << e.what() << "\n";  // one file: main() says it
           if (!first) first = e;
         }
       }
       if (first) {
-        if (files->size() > 1) std::cerr << bad << " of " << files->size() << " files are invalid\n";
+        if (o->files.size() > 1) std::cerr << bad << " of " << o->files.size() << " files are invalid\n";
         // Exit code follows the first failure's class (bad input -> 2, i/o -> 1).
         throw error(first->code(), first->file(), first->path(),
-                    files->size() > 1 ? std::to_string(bad) + " invalid file(s)" : first->reason());
+                    o->files.size() > 1 ? std::to_string(bad) + " invalid file(s)" : first->reason());
       }
     });
   }

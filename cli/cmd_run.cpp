@@ -40,6 +40,17 @@ void add_calibrate_command(CLI::App& app);  // cmd_calibrate.cpp
 
 namespace {
 
+/// A validator for unsigned options: CLI11 would wrap "-1" to 2^64 - 1 without a word.
+const CLI::Validator non_negative(
+    [](std::string& s) { return !s.empty() && s[0] == '-' ? "must be >= 0, got " + s : std::string(); }, "N >= 0");
+
+/// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per device).
+void check_streams_flag(int streams) {
+  if (streams < 1 || streams > max_streams)
+    throw error(errc::bad_argument, "", "--streams",
+                "must be in [1, " + std::to_string(max_streams) + "], got " + std::to_string(streams));
+}
+
 struct run_flags {
   std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
       costs_file, backend = "cpu", scheduler = "stealing", transfers = "direct", plan_method = "greedy", refine;
@@ -155,7 +166,7 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
 void run_command(const run_flags& f) {
   if (f.repeat < 1) throw error(errc::bad_argument, "", "--repeat", "must be at least 1");
   if (f.warmup < 0) throw error(errc::bad_argument, "", "--warmup", "must be at least 0");
-  if (f.streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
+  check_streams_flag(f.streams);
   if (!(f.timeout > 0)) throw error(errc::bad_argument, "", "--timeout", "must be positive");
   if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
     throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");
@@ -230,6 +241,19 @@ void run_command(const run_flags& f) {
   ro.mode = mode;
   ro.seed = f.seed;
   ro.failover = f.failover;
+  // The simulator's prediction first: a placement it cannot time (an op that would take forever on
+  // its device) is an error before anything runs.
+  double simulated = 0;
+  if (!f.online) {
+    sim_options so;
+    so.mode = mode;
+    so.streams = f.streams;
+    if (f.transfers == "planned")  // the prediction moves tensors the same way (and plans the same)
+      so.transfers = std::make_shared<comm::multicast_planner>(
+          std::make_shared<const cluster>(c),
+          comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes));
+    simulated = simulate(*g, c, p, cm, so).makespan;
+  }
   if (f.warmup > 0) e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false));
   if (f.online) {
     online_command(f, e, *lc_actor, g, cm, ro);
@@ -240,15 +264,6 @@ void run_command(const run_flags& f) {
     return;
   }
   auto r = e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty()));
-
-  sim_options so;
-  so.mode = mode;
-  so.streams = f.streams;
-  if (f.transfers == "planned")  // the prediction moves tensors the same way (and plans the same)
-    so.transfers = std::make_shared<comm::multicast_planner>(
-        std::make_shared<const cluster>(c),
-        comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes));
-  double simulated = simulate(*g, c, p, cm, so).makespan;
 
   auto ms = r.makespans();
   double m = mean(ms), sd = stddev(ms);
@@ -299,8 +314,10 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--mode", f->mode, "wc (work-conserving) or bsp (barrier per level)")->capture_default_str();
   cmd->add_option("--repeat", f->repeat, "Measured runs")->capture_default_str();
   cmd->add_option("--warmup", f->warmup, "Unmeasured runs first")->capture_default_str();
-  cmd->add_option("--streams", f->streams, "Concurrent ops per device")->capture_default_str();
-  cmd->add_option("--seed", f->seed, "Input fill (and placer) seed")->capture_default_str();
+  cmd->add_option("--streams", f->streams, "Concurrent ops per device (1 to 256)")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Input fill (and placer) seed")
+      ->check(non_negative)
+      ->capture_default_str();
   cmd->add_option("--backend", f->backend, "Kernel backend: cpu (real kernels), emulate (hold each op and transfer for its modeled time), "
                                          "null (no work), cuda (this machine's GPU, each device a virtual device on "
                                          "it; host-staged tensors)")->capture_default_str();
@@ -373,14 +390,14 @@ void add_run_commands(CLI::App& app) {
   wk->add_option("--name", w->name, "This worker's name; with --cluster and no --devices it serves the devices "
                                     "whose `host` is this name");
   wk->add_option("--token", w->token, "Refuse runs that do not present this token (default: $DOPPLER_TOKEN)");
-  wk->add_option("--streams", w->streams, "Concurrent ops per device")->capture_default_str();
+  wk->add_option("--streams", w->streams, "Concurrent ops per device (1 to 256)")->capture_default_str();
   wk->add_option("--backend", w->backend, "Kernel backend: cpu, emulate (needs named devices), null, cuda")->capture_default_str();
   wk->add_option("--tls-cert", w->tls_cert, "Serve over TLS (CAF's openssl module): this worker's PEM certificate "
                                             "(needs --tls-key and --tls-ca; runs must present a certificate --tls-ca verifies)");
   wk->add_option("--tls-key", w->tls_key, "TLS: the PEM key of --tls-cert");
   wk->add_option("--tls-ca", w->tls_ca, "TLS: PEM CA file a run's certificate must verify against");
   wk->callback([w] {
-    if (w->streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
+    check_streams_flag(w->streams);
     auto [host, port] = host_port(w->listen, "--listen", true);
     bool spec = w->devices.size() == 1 && w->devices[0].find(':') != std::string::npos;
     cluster c = spec ? make_preset(w->devices[0]) : load_cluster_or_preset(w->cluster_spec.empty() ? "cpu:4" : w->cluster_spec);

@@ -30,6 +30,17 @@ namespace doppler::cli {
 
 namespace {
 
+/// A validator for unsigned options: CLI11 would wrap "-1" to 2^64 - 1 without a word.
+const CLI::Validator non_negative(
+    [](std::string& s) { return !s.empty() && s[0] == '-' ? "must be >= 0, got " + s : std::string(); }, "N >= 0");
+
+/// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per device).
+void check_streams_flag(int streams) {
+  if (streams < 1 || streams > max_streams)
+    throw error(errc::bad_argument, "", "--streams",
+                "must be in [1, " + std::to_string(max_streams) + "], got " + std::to_string(streams));
+}
+
 /// Options every simulating command shares.
 struct sim_flags {
   std::string graph_file, cluster_spec, costs_file, model = "wc", mode = "wc", transfers = "direct",
@@ -46,7 +57,7 @@ void add_sim_flags(CLI::App* cmd, sim_flags& f) {
                                       "(the DOPPLER paper's simulator)")->capture_default_str();
   cmd->add_option("--mode", f.mode, "Execution mode: wc (work-conserving) or bsp (barrier per level)")
       ->capture_default_str();
-  cmd->add_option("--streams", f.streams, "Concurrent ops per device")->capture_default_str();
+  cmd->add_option("--streams", f.streams, "Concurrent ops per device (1 to 256)")->capture_default_str();
   cmd->add_option("--costs", f.costs_file, "Cost table (doppler-costs/1); default: built-in efficiencies");
   cmd->add_option("--transfers", f.transfers,
                   "direct: every consumer device gets its own copy over its route; planned: a tensor several "
@@ -67,7 +78,7 @@ sim_options to_sim_options(const sim_flags& f) {
   if (f.mode == "wc") o.mode = exec_mode::wc;
   else if (f.mode == "bsp") o.mode = exec_mode::bsp;
   else throw error(errc::bad_argument, "", "--mode", "unknown mode '" + f.mode + "' (wc, bsp)");
-  if (f.streams < 1) throw error(errc::bad_argument, "", "--streams", "must be at least 1");
+  check_streams_flag(f.streams);
   o.streams = f.streams;
   return o;
 }
@@ -302,7 +313,9 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--samples", o->samples,
                     "doppler: also draw this many sampled placements (seeded by --seed) and keep the best of "
                     "them and the greedy one under the simulator (best-of-K, K simulations)")->capture_default_str();
-    cmd->add_option("--seed", o->seed, "Seed of the randomized methods")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Seed of the randomized methods")
+        ->check(non_negative)
+        ->capture_default_str();
     cmd->add_option("--budget", o->budget, "search: simulator evaluations")->capture_default_str();
     cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
     cmd->callback([o] {
@@ -319,6 +332,7 @@ void add_sim_commands(CLI::App& app) {
 #endif
       auto [g, c, cm, so] = load_setup(o->f);
       placer_options po;
+      if (o->budget < 0) throw error(errc::bad_argument, "", "--budget", "must be >= 0 simulator evaluations");
       po.seed = o->seed;
       po.budget = o->budget;
       po.sim = so;
@@ -363,8 +377,9 @@ void add_sim_commands(CLI::App& app) {
     add_sim_flags(cmd, o->f);
     cmd->add_option("--placement", o->placement_file, "doppler-placement/1 file (default: place with cp, seed --seed)");
     cmd->add_option("--runs", o->runs, "Runs (with --jitter: mean, std, p50, p95)")->capture_default_str();
-    cmd->add_option("--jitter", o->jitter, "σ of lognormal noise on op and transfer times")->capture_default_str();
+    cmd->add_option("--jitter", o->jitter, "σ of lognormal noise on op and transfer times, 0 to 2")->capture_default_str();
     cmd->add_option("--seed", o->seed, "Seed of the jitter (run i uses seed + i) and of the default cp placement")
+        ->check(non_negative)
         ->capture_default_str();
     cmd->add_option("--straggler", o->stragglers, "DEVICE:FACTOR, a device slowed down by FACTOR (repeatable)");
     cmd->add_option("--trace", o->trace_file, "Write a Chrome trace (Perfetto) of the first run");
@@ -372,7 +387,8 @@ void add_sim_commands(CLI::App& app) {
     cmd->callback([o] {
       auto [g, c, cm, so] = load_setup(o->f);
       if (o->runs < 1) throw error(errc::bad_argument, "", "--runs", "must be at least 1");
-      if (!(o->jitter >= 0) || !std::isfinite(o->jitter)) throw error(errc::bad_argument, "", "--jitter", "must be ≥ 0");
+      if (!(o->jitter >= 0 && o->jitter <= max_jitter))
+        throw error(errc::bad_argument, "", "--jitter", fmt::format("must be in [0, {}], got {}", max_jitter, o->jitter));
       so.stragglers = parse_stragglers(o->stragglers, c);
       placement p;
       if (o->placement_file.empty()) p = cp_place(g, c, cm, o->seed);
@@ -450,7 +466,10 @@ void add_sim_commands(CLI::App& app) {
 #endif
       auto [g, c, cm, so] = load_setup(o->f);
       if (o->seeds < 1) throw error(errc::bad_argument, "", "--seeds", "must be at least 1");
+      if (o->budget < 0) throw error(errc::bad_argument, "", "--budget", "must be >= 0 simulator evaluations");
       std::vector<std::string> names = split_list(o->methods);
+      // "none": no placer rows, only the --policy rows.
+      if (names.size() == 1 && names[0] == "none") names.clear();
       if (names.empty() && o->policies.empty())
         throw error(errc::bad_argument, "", "--methods", "no method named (and no --policy)");
       for (auto& n : names) make_placer(n);  // unknown names fail before any work

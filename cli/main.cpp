@@ -8,6 +8,7 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -26,6 +27,17 @@ int main(int argc, char** argv) {
   doppler::cli::add_run_commands(app);
 #endif
   doppler::cli::add_learn_commands(app);
+  // A first word that names no command: say so (CLI11 would only say a subcommand is required).
+  const std::string word = argc > 1 ? argv[1] : "";
+  if (!word.empty() && word[0] != '-' &&
+      app.get_subcommands([&](CLI::App* sub) { return sub->check_name(word); }).empty()) {
+    std::string known;
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    std::cerr << "doppler: unknown command '" << doppler::excerpt(argv[1]) << "' (commands: " << known
+              << "; see doppler --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -33,6 +33,23 @@ bool is_bad_input(errc code) noexcept {
   }
 }
 
+std::string excerpt(std::string_view s, std::size_t max) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < max; ++i) {
+    auto b = static_cast<unsigned char>(s[i]);
+    if (b >= 0x20 && b < 0x7f) {
+      out += static_cast<char>(b);
+    } else {
+      out += "\\x";
+      out += hex[b >> 4];
+      out += hex[b & 15];
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
+}
+
 namespace {
 std::string compose(errc code, const std::string& file, const std::string& path,
                     const std::string& reason) {

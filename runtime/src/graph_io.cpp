@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -138,7 +139,7 @@ std::vector<std::int64_t> parse_int_list(std::string_view s, const std::string& 
       auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
       if (ec != std::errc() || p != tok.data() + tok.size() || v < 0)
         throw error(errc::bad_value, file, "line " + std::to_string(line),
-                    "field " + std::to_string(field + 1) + " '" + std::string(tok) + "' is not a non-negative integer");
+                    "field " + std::to_string(field + 1) + " '" + excerpt(tok) + "' is not a non-negative integer");
       out.push_back(v);
     } else if (comma != std::string_view::npos) {
       throw error(errc::bad_value, file, "line " + std::to_string(line),
@@ -178,6 +179,17 @@ graph parse_paper_graph(std::string_view text, const std::string& file) {
   if (placed <= 0)
     throw error(errc::bad_value, file, "line 2", "no placed nodes: node count minus input count is " + std::to_string(placed));
 
+  // The count comes from the file: check it against the lines that are there before allocating.
+  std::size_t rest = 0;
+  if (lr.pos < text.size()) {
+    auto tail = text.substr(lr.pos);
+    rest = static_cast<std::size_t>(std::count(tail.begin(), tail.end(), '\n')) + (tail.back() != '\n');
+  }
+  if (static_cast<std::uint64_t>(placed) > rest)
+    throw error(errc::missing_field, file, "line 1",
+                fmt::format("node count {} with {} input nodes needs {} node lines after line 4, but the file "
+                            "has {} more lines",
+                            total[0], inputs.size(), placed, rest));
   std::vector<op_spec> specs(static_cast<std::size_t>(placed));
   for (std::int64_t i = 0; i < placed; ++i) {
     need_line("a node line (comp,comm)");
@@ -192,7 +204,7 @@ graph parse_paper_graph(std::string_view text, const std::string& file) {
     auto nums = parse_int_list(l, file, lr.line);
     if (nums.size() != 2)
       throw error(errc::bad_value, file, "line " + std::to_string(lr.line),
-                  "node " + std::to_string(i) + ": expected `comp,comm`, got '" + std::string(line) + "'");
+                  "node " + std::to_string(i) + ": expected `comp,comm`, got '" + excerpt(line) + "'");
     op_spec& s = specs[static_cast<std::size_t>(i)];
     s.id = fmt::format("n{}", i);
     s.kind = op_kind::synthetic;
@@ -223,18 +235,22 @@ graph parse_paper_graph(std::string_view text, const std::string& file) {
 }
 
 std::string sniff_format(std::string_view text) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
   auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return "";
-  if (text[first] != '{') return "paper-text";
-  // Look for "format" among the first few kilobytes at the top level; good enough to dispatch,
-  // the chosen reader then checks the tag properly.
+  // The paper's format starts with its node count; JSON with `{`, `[`, `"` or a literal. Anything
+  // else (a binary file) is no format: the JSON reader then reports where it stops making sense.
+  if (text[first] >= '0' && text[first] <= '9') return "paper-text";
+  if (text[first] != '{') return "";
+  // Look for "format" among the first few kilobytes; good enough to dispatch, the chosen reader
+  // then checks the tag properly. A tag that is not a string is no tag.
   auto head = text.substr(0, 1 << 16);
   auto k = head.find("\"format\"");
   if (k == std::string_view::npos) return "";
-  auto colon = head.find(':', k + 8);
-  if (colon == std::string_view::npos) return "";
-  auto q1 = head.find('"', colon);
-  if (q1 == std::string_view::npos) return "";
+  auto colon = head.find_first_not_of(" \t\r\n", k + 8);
+  if (colon == std::string_view::npos || head[colon] != ':') return "";
+  auto q1 = head.find_first_not_of(" \t\r\n", colon + 1);
+  if (q1 == std::string_view::npos || head[q1] != '"') return "";
   auto q2 = head.find('"', q1 + 1);
   if (q2 == std::string_view::npos) return "";
   return std::string(head.substr(q1 + 1, q2 - q1 - 1));

@@ -178,7 +178,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
     error_position = position;
     std::string what = e.what();
     auto pos = what.find("] ");
-    return fail(errc::bad_json, "", pos == std::string::npos ? what : what.substr(pos + 2));
+    return fail(errc::bad_json, "", excerpt(pos == std::string::npos ? what : what.substr(pos + 2), 200));
   }
 
   dtype element_type = dtype::f32;

@@ -12,7 +12,7 @@ json parse_json(std::string_view text, const std::string& file) {
     // a number beyond double range ("1e999") is an out_of_range.406 error, not a parse_error.
     std::string what = e.what();
     auto pos = what.find("] ");
-    throw error(errc::bad_json, file, "", pos == std::string::npos ? what : what.substr(pos + 2));
+    throw error(errc::bad_json, file, "", excerpt(pos == std::string::npos ? what : what.substr(pos + 2), 200));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <doppler/runtime/placer.hpp>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,8 +52,14 @@ class memory_tracker {
   std::vector<double> used_, cap_;
 };
 
-/// Bottom levels under critical_path_costs (the priority most placers store as `order`).
+/// Bottom levels under critical_path_costs (the priority most placers store as `order`); throws
+/// check_finite_levels' error when one is not finite.
 std::vector<double> default_bottom_levels(const graph& g, const cluster& c, const cost_model& cm);
+
+/// Throws errc::bad_value naming the op (and the device that cannot run it in finite time) when a
+/// bottom level in `levels` is inf or NaN: a device too slow for an op's FLOPs, or costs whose sum
+/// overflows a double. Placers would otherwise compare infinities.
+void check_finite_levels(const graph& g, const cluster& c, const cost_model& cm, std::span<const double> levels);
 
 std::unique_ptr<placer> make_cp_placer();
 std::unique_ptr<placer> make_heft_placer();

@@ -3,7 +3,8 @@
 // The op graph as an undirected graph (edge {u, v} for every producer u → consumer v); vertex weight
 // 1 + round(1000 · flops / max flops), edge weight 1 + round(1000 · bytes(u) / max bytes), both
 // integers; k = device count; target part weights proportional to device FLOP/s;
-// METIS_PartGraphKway with METIS_OPTION_SEED = seed (truncated to int). Memory: when a part's output
+// METIS_PartGraphKway with METIS_OPTION_SEED = seed (truncated to int), its stdout chatter sent to
+// /dev/null. No more ops than devices: no METIS, one op per device, heaviest op on the fastest. Memory: when a part's output
 // bytes exceed its device's memory, the overflowing ops (in topological order) move to the device
 // with the most free memory; errc::infeasible when none has room. Order: bottom-level priority.
 
@@ -13,9 +14,15 @@
 
 #include <metis.h>
 
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
+#include <cstdio>
+#include <mutex>
 
 namespace doppler::detail {
 
@@ -33,13 +40,47 @@ class metis_placer final : public placer {
     placement p;
     p.device.assign(n, 0);
     p.method = name();
-    if (n > 0 && n_dev > 1) partition(g, c, opt.seed, p.device);
+    if (n > 0 && n <= n_dev) spread(g, c, p.device);
+    else if (n > 0 && n_dev > 1) partition(g, c, opt.seed, p.device);
     if (mem.enabled()) repair_memory(g, c, mem, p.device);
     p.order = priority_topo_order(g, default_bottom_levels(g, c, cm));
     return p;
   }
 
  private:
+  /// No more ops than devices: METIS would have to make empty parts (and says so on stdout), and the
+  /// balanced partition is one op per device anyway: heaviest op on the fastest device, and so on.
+  static void spread(const graph& g, const cluster& c, std::vector<device_index>& out) {
+    std::vector<op_index> ops(g.size());
+    std::vector<device_index> devs(c.device_count());
+    for (op_index v = 0; v < ops.size(); ++v) ops[v] = v;
+    for (device_index d = 0; d < devs.size(); ++d) devs[d] = d;
+    std::stable_sort(ops.begin(), ops.end(), [&](op_index a, op_index b) { return g[a].flops > g[b].flops; });
+    std::stable_sort(devs.begin(), devs.end(), [&](device_index a, device_index b) { return c[a].flops > c[b].flops; });
+    for (std::size_t i = 0; i < ops.size(); ++i) out[ops[i]] = devs[i];
+  }
+
+  /// Runs `f` with file descriptor 1 on /dev/null: METIS prints some complaints ("Cannot bisect a
+  /// graph with 0 vertices", when a lumpy graph leaves a small part empty) with printf, which would
+  /// corrupt a command's JSON on stdout. The partition it returns is still valid.
+  template <class F>
+  static int quietly(F&& f) {
+    static std::mutex m;
+    std::lock_guard lock(m);
+    std::fflush(stdout);
+    int saved = ::dup(1);
+    int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    bool redirected = saved >= 0 && null >= 0 && ::dup2(null, 1) >= 0;
+    int rc = f();
+    if (redirected) {
+      std::fflush(stdout);
+      ::dup2(saved, 1);
+    }
+    if (null >= 0) ::close(null);
+    if (saved >= 0) ::close(saved);
+    return rc;
+  }
+
   static void partition(const graph& g, const cluster& c, std::uint64_t seed, std::vector<device_index>& out) {
     const auto n = static_cast<op_index>(g.size());
     double max_flops = 0, max_bytes = 0;
@@ -78,9 +119,11 @@ class metis_placer final : public placer {
     options[METIS_OPTION_SEED] = static_cast<idx_t>(seed & 0x7fffffff);
     options[METIS_OPTION_NUMBERING] = 0;
     std::vector<idx_t> part(n, 0);
-    int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
-                                 adjwgt.empty() ? nullptr : adjwgt.data(), &nparts, tpwgts.data(), nullptr,
-                                 options, &objval, part.data());
+    int rc = quietly([&] {
+      return METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
+                                 adjwgt.empty() ? nullptr : adjwgt.data(), &nparts, tpwgts.data(), nullptr, options,
+                                 &objval, part.data());
+    });
     if (rc != METIS_OK)
       throw error(errc::internal, "", "", fmt::format("metis: METIS_PartGraphKway failed with code {} on graph '{}'",
                                                       rc, g.name()));

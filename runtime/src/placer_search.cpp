@@ -28,6 +28,9 @@ class search_placer final : public placer {
   std::string_view name() const noexcept override { return "search"; }
 
   placement place(const graph& g, const cluster& c, const cost_model& cm, const placer_options& opt) override {
+    if (opt.budget < 0)
+      throw error(errc::bad_argument, "search: budget must be >= 0 simulator evaluations, got " +
+                                          std::to_string(opt.budget));
     sim_options so = opt.sim;
     so.record_trace = false;
     auto score = [&](const placement& p) { return simulate(g, c, p, cm, so).makespan; };

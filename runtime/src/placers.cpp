@@ -58,7 +58,30 @@ void memory_tracker::check_total(std::string_view method) const {
 
 std::vector<double> default_bottom_levels(const graph& g, const cluster& c, const cost_model& cm) {
   auto pc = critical_path_costs(g, c, cm);
-  return bottom_levels(g, pc.node, pc.edge);
+  auto bl = bottom_levels(g, pc.node, pc.edge);
+  check_finite_levels(g, c, cm, bl);
+  return bl;
+}
+
+void check_finite_levels(const graph& g, const cluster& c, const cost_model& cm, std::span<const double> levels) {
+  auto bad = std::find_if(levels.begin(), levels.end(), [](double x) { return !std::isfinite(x); });
+  if (bad == levels.end()) return;
+  // An infinite level propagates to every op upstream: name the op that cannot run in finite time.
+  for (op_index v = 0; v < levels.size(); ++v) {
+    if (std::isfinite(levels[v])) continue;
+    for (device_index d = 0; d < c.device_count(); ++d) {
+      double t = cm.op_time(g[v], c[d]);
+      if (!std::isfinite(t))
+        throw error(errc::bad_value,
+                    fmt::format("op '{}' would take {} s on device '{}' of cluster '{}' ({:g} FLOPs at {:g} FLOP/s): "
+                                "not a finite time",
+                                excerpt(g[v].id), t, excerpt(c[d].id), excerpt(c.name()), g[v].flops, c[d].flops));
+    }
+  }
+  auto v = static_cast<op_index>(bad - levels.begin());
+  throw error(errc::bad_value, fmt::format("the path from op '{}' to the end of graph '{}' takes longer than a "
+                                           "double can hold on cluster '{}': costs out of range",
+                                           excerpt(g[v].id), excerpt(g.name()), excerpt(c.name())));
 }
 
 }  // namespace detail

@@ -5,6 +5,8 @@
 
 #include "sim_detail.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -13,10 +15,11 @@ namespace doppler {
 namespace {
 
 void check_options(const sim_options& opt, const cluster& c) {
-  if (opt.streams < 1)
-    throw error(errc::bad_argument, "streams must be >= 1, got " + std::to_string(opt.streams));
-  if (!std::isfinite(opt.jitter) || opt.jitter < 0)
-    throw error(errc::bad_argument, "jitter must be a finite sigma >= 0, got " + std::to_string(opt.jitter));
+  if (opt.streams < 1 || opt.streams > max_streams)
+    throw error(errc::bad_argument, "streams must be in [1, " + std::to_string(max_streams) + "], got " +
+                                        std::to_string(opt.streams));
+  if (!(opt.jitter >= 0 && opt.jitter <= max_jitter))
+    throw error(errc::bad_argument, fmt::format("jitter must be a sigma in [0, {}], got {}", max_jitter, opt.jitter));
   if (opt.transfers && opt.model == sim_model::simple)
     throw error(errc::bad_argument, "planned transfers need the wc model (the simple model has no links)");
   for (const auto& [d, f] : opt.stragglers) {
@@ -60,10 +63,20 @@ sim_result simulate(const graph& g, const cluster& c, const placement& p, const 
   for (op_index v = 0; v < g.size(); ++v) {
     device_index d = p.device[v];
     in.op_time[v] = base_time(g[v], c[d], cm, opt.model) * slow[d] * in.factor();
+    if (!std::isfinite(in.op_time[v]))
+      throw error(errc::bad_value, fmt::format("op '{}' would take {} s on device '{}' ({:g} FLOPs at {:g} FLOP/s): "
+                                               "not a finite time",
+                                               excerpt(g[v].id), in.op_time[v], excerpt(c[d].id), g[v].flops,
+                                               c[d].flops));
     in.bytes[v] = g[v].bytes;
   }
-  return opt.model == sim_model::simple ? detail::simulate_simple(g, c, p, in, opt)
-                                        : detail::simulate_wc(g, c, p, in, opt);
+  sim_result r = opt.model == sim_model::simple ? detail::simulate_simple(g, c, p, in, opt)
+                                                : detail::simulate_wc(g, c, p, in, opt);
+  if (!std::isfinite(r.makespan))
+    throw error(errc::bad_value, fmt::format("the simulated makespan is not finite ({} s): a transfer takes "
+                                             "forever (check the cluster's link bandwidths and latencies)",
+                                             r.makespan));
+  return r;
 }
 
 double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm,

@@ -5,6 +5,7 @@
 #include "../temp_dir.hpp"
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -207,4 +208,216 @@ TEST_CASE("cli: --help of every command exits 0") {
     CHECK(r.rc == 0);
     CHECK(r.out.find("--help") != std::string::npos);
   }
+}
+
+namespace {
+
+/// tiny.json of the bad-input audit: two inputs, a matmul, a silu and a synthetic op.
+const char* tiny_graph =
+    R"({"format": "doppler-graph/1", "name": "tiny", "ops": [{"id": "x", "kind": "input", "shape": [64, 128]},)"
+    R"( {"id": "w1", "kind": "input", "shape": [128, 256]}, {"id": "h", "kind": "matmul", "inputs": ["x", "w1"],)"
+    R"( "shape": [64, 256]}, {"id": "a", "kind": "silu", "inputs": ["h"], "shape": [64, 256]},)"
+    R"( {"id": "s", "kind": "synthetic", "inputs": ["a"], "flops": 1e9, "bytes": 65536}]})";
+
+/// True when the message is one printable line without C++ library internals.
+bool clean_one_line(const std::string& err) {
+  if (err.empty() || err.back() != '\n' || err.find('\n') != err.size() - 1) return false;
+  for (char ch : err.substr(0, err.size() - 1))
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) return false;
+  for (const char* bad : {"std::", "bad_alloc", "vector::", "max_size()", "terminate"})
+    if (err.find(bad) != std::string::npos) return false;
+  return true;
+}
+
+bool has_run_command(const temp_dir& d) { return run(d, "run --help").rc == 0; }
+
+}  // namespace
+
+TEST_CASE("cli: -o writes through a symlink and into a FIFO instead of replacing them") {
+  temp_dir d;
+  fs::create_directories(d.path / "real");
+  fs::create_directories(d.path / "lnk");
+  write(d / "real/c.json", "old");
+  fs::create_symlink("../real/c.json", d.path / "lnk/link.json");
+  auto r = run(d, "cluster p100x4 -o lnk/link.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(fs::is_symlink(fs::symlink_status(d.path / "lnk/link.json")));
+  CHECK(nlohmann::json::parse(slurp(d / "real/c.json"))["format"] == "doppler-cluster/1");
+
+  REQUIRE(::mkfifo((d / "pipe").c_str(), 0600) == 0);
+  std::string cmd = "cd '" + d.path.string() + "' && { cat pipe > got & '" + cli +
+                    "' cluster p100x4 -o pipe > _out 2> _err; rc=$?; wait; exit $rc; }";
+  int status = std::system(cmd.c_str());
+  CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), slurp(d / "_err"));
+  struct stat st {};
+  REQUIRE(::lstat((d / "pipe").c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(nlohmann::json::parse(slurp(d / "got"))["format"] == "doppler-cluster/1");
+
+  fs::create_directories(d.path / "adir");
+  r = run(d, "cluster p100x4 -o adir");
+  CHECK(r.rc == 1);
+  CHECK(r.err.find("adir") != std::string::npos);
+  CHECK(fs::is_directory(d.path / "adir"));
+}
+
+TEST_CASE("cli: --streams, --jitter, --budget and --seed are range-checked") {
+  temp_dir d;
+  write(d / "tiny.json", tiny_graph);
+  for (std::string args : {"simulate --graph tiny.json --cluster p100x4 --streams 1000000000",
+                           "simulate --graph tiny.json --cluster p100x4 --streams 0",
+                           "place --graph tiny.json --cluster p100x4 --streams 2000000000",
+                           "compare --graph tiny.json --cluster p100x4 --streams 257"}) {
+    CAPTURE(args);
+    auto r = run(d, args);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("--streams") != std::string::npos);
+    CHECK(r.err.find("256") != std::string::npos);
+    CHECK(clean_one_line(r.err));
+  }
+  if (has_run_command(d)) {
+    auto r = run(d, "run --graph tiny.json --streams 20000 --repeat 1 --warmup 0");
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("--streams") != std::string::npos);
+  }
+  for (std::string j : {"1e300", "30", "-1", "nan"}) {
+    CAPTURE(j);
+    auto r = run(d, "simulate --graph tiny.json --cluster p100x4 --json --runs 3 --jitter " + j);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("--jitter") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  auto r = run(d, "simulate --graph tiny.json --cluster p100x4 --json --runs 3 --jitter 2");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  r = run(d, "place --graph tiny.json --cluster p100x4 --method search --budget -1");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--budget") != std::string::npos);
+  r = run(d, "place --graph tiny.json --cluster p100x4 --seed -1");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--seed") != std::string::npos);
+  r = run(d, "simulate --graph tiny.json --cluster p100x4 --seed -1 --json");
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("cli: metis keeps stdout clean for -o - and compare --json") {
+  temp_dir d;
+  write(d / "tiny.json", tiny_graph);
+  auto r = run(d, "place --graph tiny.json --cluster p100x4 --method metis -o -");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("***") == std::string::npos);
+  CHECK(nlohmann::json::parse(r.out)["format"] == "doppler-placement/1");
+  r = run(d, "compare --graph tiny.json --cluster p100x4 --json --methods metis,cp");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out)["rows"].size() == 2);
+}
+
+TEST_CASE("cli: bad graph files get one clean line naming the file") {
+  temp_dir d;
+  write(d / "bigN.txt", "2000000000\n0\n0\n1\n1,4\n");
+  write(d / "hugeN.txt", "4000000000000000000\n0\n0\n1\n1,4\n");
+  write(d / "array.json", "[1,2,3]");
+  write(d / "null.json", "null");
+  write(d / "bin.dat", std::string("\x7f" "ELF\x02\x01\x01\0\0\xff\xfe\x01", 12));
+  write(d / "fmtnum.json", R"({"format": 1, "name": "x", "ops": []})");
+  write(d / "long.txt", "3\n0\n0\n1\n1,4\n" + std::string(200000, '9') + "x\n");
+  for (std::string f : {"bigN.txt", "hugeN.txt", "array.json", "null.json", "bin.dat", "fmtnum.json", "long.txt"}) {
+    for (std::string cmd : {"validate", "info"}) {
+      CAPTURE(f);
+      CAPTURE(cmd);
+      auto r = run(d, cmd + " " + f);
+      CHECK(r.rc == 2);
+      CHECK(r.err.find(f) != std::string::npos);
+      CHECK(r.err.size() < 400);
+      CHECK(clean_one_line(r.err));
+      if (f.ends_with(".txt")) CHECK(r.err.find("line ") != std::string::npos);
+      else CHECK(r.err.find("non-negative integer") == std::string::npos);
+    }
+  }
+  CHECK(run(d, "validate fmtnum.json").err.find("must be a string") != std::string::npos);
+  CHECK(run(d, "validate fmtnum.json").err.find("\"name\"") == std::string::npos);
+  write(d / "bom.json", "\xEF\xBB\xBF" + std::string(tiny_graph));
+  auto r = run(d, "validate bom.json");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+}
+
+TEST_CASE("cli: validate checks placements, costs, demands and schedules, and says which formats it takes") {
+  temp_dir d;
+  write(d / "tiny.json", tiny_graph);
+  REQUIRE(run(d, "place --graph tiny.json --cluster p100x4 -o p.json").rc == 0);
+  auto r = run(d, "validate --graph tiny.json --cluster p100x4 p.json tiny.json");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("ok  p.json: doppler-placement/1") != std::string::npos);
+  r = run(d, "validate p.json");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--graph") != std::string::npos);
+  write(d / "badp.json", R"({"format": "doppler-placement/1", "assignment": {"nope": "gpu0"}})");
+  r = run(d, "validate --graph tiny.json --cluster p100x4 badp.json");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("assignment") != std::string::npos);
+  write(d / "costs.json", R"({"format": "doppler-costs/1", "efficiency": {"matmul": 0.5}})");
+  r = run(d, "validate costs.json");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  write(d / "other.json", R"({"format": "doppler-curriculum/1"})");
+  r = run(d, "validate other.json");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("doppler-curriculum/1") != std::string::npos);
+  CHECK(r.err.find("doppler-placement/1") != std::string::npos);  // the accepted formats are listed
+  r = run(d, "validate --help");
+  CHECK(r.out.find("doppler-schedule/1") != std::string::npos);
+  r = run(d, "plan-comm --help");
+  if (r.rc == 0) {
+    r = run(d, "plan-comm --cluster p100x4 --demand allgather --method greedy -o s.json");
+    if (r.rc == 0) {
+      r = run(d, "validate --cluster p100x4 s.json");
+      CHECK_MESSAGE(r.rc == 0, r.err);
+      CHECK(r.out.find("doppler-schedule/1") != std::string::npos);
+      CHECK(run(d, "validate s.json").rc == 2);
+    }
+  }
+}
+
+TEST_CASE("cli: non-finite times, unknown commands, compare --methods none, calibrate on a gpu cluster, info overflow") {
+  temp_dir d;
+  write(d / "tiny.json", tiny_graph);
+  write(d / "tinyflops.json",
+        R"({"format": "doppler-cluster/1", "name": "tf", "devices": [{"id": "d0", "kind": "gpu", "flops": 1e-300,)"
+        R"( "memory": 1e10, "host": "h"}, {"id": "d1", "kind": "gpu", "flops": 1e-300, "memory": 1e10, "host": "h"}],)"
+        R"( "links": [{"src": "d0", "dst": "d1", "bandwidth": 1e10, "latency": 1e-6, "duplex": true}]})");
+  for (std::string m : {"cp", "heft", "m-etf", "metis", "search", "single", "round-robin", "random"}) {
+    CAPTURE(m);
+    auto r = run(d, "place --graph tiny.json --cluster tinyflops.json -o - --method " + m);
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("not a finite time") != std::string::npos);
+    CHECK(r.err.find("'s'") != std::string::npos);
+    CHECK(clean_one_line(r.err));
+  }
+  auto r = run(d, "simulate --graph tiny.json --cluster tinyflops.json --json");
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("not a finite time") != std::string::npos);
+  if (has_run_command(d)) {
+    r = run(d, "run --graph tiny.json --cluster tinyflops.json --backend emulate --method single --timeout 5 "
+               "--repeat 1 --warmup 0");
+    CHECK(r.rc == 2);
+    CHECK(r.out.find("inf") == std::string::npos);
+    CHECK(r.err.find("d0") != std::string::npos);
+    r = run(d, "calibrate --cluster p100x4");
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("cpu:N") != std::string::npos);
+  }
+  r = run(d, "nosuch");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("'nosuch'") != std::string::npos);
+  r = run(d, "compare --graph tiny.json --cluster p100x4 --methods none");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("unknown") == std::string::npos);
+  CHECK(r.err.find("--policy") != std::string::npos);
+  write(d / "huge.json", R"({"format": "doppler-graph/1", "name": "h", "ops": [{"id": "a", "kind": "synthetic",)"
+                         R"( "flops": 1e308, "bytes": 8}, {"id": "b", "kind": "synthetic", "inputs": ["a"],)"
+                         R"( "flops": 1e308, "bytes": 8}]})");
+  r = run(d, "info huge.json");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("inf%") == std::string::npos);
 }

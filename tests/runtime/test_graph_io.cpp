@@ -5,7 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 using namespace doppler;
@@ -289,9 +292,87 @@ TEST_CASE("paper-format importer: structure and errors name the line") {
   }
 }
 
+TEST_CASE("paper-format importer: a node count beyond the file is an error before any allocation") {
+  for (const char* n : {"2000000000", "4000000000000000000"}) {
+    CAPTURE(n);
+    try {
+      parse_paper_graph(std::string(n) + "\n0\n0\n1\n1,4\n", "bigN.txt");
+      FAIL("expected an error");
+    } catch (const error& e) {
+      CHECK(e.code() == errc::missing_field);
+      CHECK(e.file() == "bigN.txt");
+      CHECK(e.path() == "line 1");
+      CHECK(e.reason().find(n) != std::string::npos);
+      CHECK(e.reason().find("has 1 more lines") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("paper-format importer: quoted excerpts are short and printable") {
+  std::string line(200000, '7');
+  line += "\x01\xff";
+  try {
+    parse_paper_graph("3\n0\n0\n1\n1,4\n" + line + "\n", "long.txt");
+    FAIL("expected an error");
+  } catch (const error& e) {
+    std::string what = e.what();
+    CHECK(what.size() < 300);
+    CHECK(what.find("...") != std::string::npos);
+    for (char ch : what) CHECK((ch >= 0x20 && ch < 0x7f));
+  }
+  try {
+    parse_paper_graph("3\n0\n0\n1\n1,4\n1,\x02\x7f\n", "bin.txt");
+    FAIL("expected an error");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("\\x02\\x7f") != std::string::npos);
+  }
+}
+
 TEST_CASE("sniff_format tells the formats apart") {
   CHECK(sniff_format(tiny) == "doppler-graph/1");
   CHECK(sniff_format("  {\"devices\": [], \"format\" : \"doppler-cluster/1\"}") == "doppler-cluster/1");
   CHECK(sniff_format("112\n0, 1\n") == "paper-text");
   CHECK(sniff_format("{}") == "");
+  // JSON that is not an object, a byte order mark, a binary file: never the paper's format.
+  CHECK(sniff_format("[1,2,3]") == "");
+  CHECK(sniff_format("null") == "");
+  CHECK(sniff_format("\"text\"") == "");
+  CHECK(sniff_format("\xEF\xBB\xBF{\"format\": \"doppler-graph/1\"}") == "doppler-graph/1");
+  CHECK(sniff_format(std::string("\x7f" "ELF\x02\x01\x01\0\0", 9)) == "");
+  // A tag that is not a string is no tag (not the next string in the file).
+  CHECK(sniff_format(R"({"format": 1, "name": "x"})") == "");
+  CHECK(sniff_format(R"({"format": null, "name": "x"})") == "");
+}
+
+TEST_CASE("load_graph: non-object JSON, a BOM and binary files get JSON errors, not paper-format ones") {
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("doppler_sniff_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name, std::ios::binary) << text;
+    return (dir / name).string();
+  };
+  struct want {
+    std::string name, text;
+    errc code;
+  };
+  for (const auto& w : {want{"array.json", "[1,2,3]", errc::bad_type}, want{"null.json", "null", errc::bad_type},
+                        want{"bin.dat", std::string("\x7f" "ELF\x02\x01\x01\0\0\xff\xfe", 11), errc::bad_json},
+                        want{"fmt1.json", R"({"format": 1, "ops": []})", errc::bad_type}}) {
+    CAPTURE(w.name);
+    try {
+      load_graph(write(w.name, w.text));
+      FAIL("expected an error");
+    } catch (const error& e) {
+      CHECK(e.code() == w.code);
+      std::string what = e.what();
+      CHECK(what.find("line 1: ") == std::string::npos);  // not read as the paper's format
+      CHECK(what.find("non-negative integer") == std::string::npos);
+      for (char ch : what) CHECK((ch >= 0x20 && ch < 0x7f));
+    }
+  }
+  // A UTF-8 byte order mark before a valid graph is fine.
+  graph g = load_graph(write("bom.json", "\xEF\xBB\xBF" + std::string(tiny)));
+  CHECK(g.size() == 5);
+  fs::remove_all(dir);
 }

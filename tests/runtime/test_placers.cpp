@@ -10,8 +10,11 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -268,6 +271,67 @@ TEST_CASE("search is never worse than its start and reports progress") {
       start = std::min(start, simulate(g, c, make_placer(m)->place(g, c, cm, so), cm, o.sim).makespan);
     CHECK(simulate(g, c, s, cm, o.sim).makespan <= start);
   }
+}
+
+namespace {
+
+/// What `f` writes to file descriptor 1 (stdout), e.g. METIS's printf complaints.
+template <class F>
+std::string stdout_of(F&& f) {
+  std::FILE* tmp = std::tmpfile();
+  REQUIRE(tmp != nullptr);
+  std::fflush(stdout);
+  int saved = ::dup(1);
+  ::dup2(::fileno(tmp), 1);
+  f();
+  std::fflush(stdout);
+  ::dup2(saved, 1);
+  ::close(saved);
+  std::string text;
+  std::rewind(tmp);
+  for (int ch; (ch = std::fgetc(tmp)) != EOF;) text += static_cast<char>(ch);
+  std::fclose(tmp);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("metis: tiny graphs and lumpy targets print nothing on stdout and place validly") {
+  cost_model cm;
+  // Fewer ops than devices: one op per device, the heaviest on the fastest.
+  graph tiny = build("tiny", {syn("a", 1, 1), syn("b", 3, 1, {"a"}), syn("c", 2, 1, {"b"})});
+  std::vector<device> ds;
+  std::vector<link_spec> ls;
+  for (int d = 0; d < 16; ++d) {
+    ds.push_back({"d" + std::to_string(d), device_kind::gpu, (d + 1) * 1e10, 1e12, "h"});
+    for (int e = 0; e < d; ++e) ls.push_back({"d" + std::to_string(e), "d" + std::to_string(d), 1e10, 0, true});
+  }
+  cluster skewed("skewed", ds, {}, ls);
+  placement p;
+  CHECK(stdout_of([&] { p = make_placer("metis")->place(tiny, skewed, cm, quick()); }).empty());
+  CHECK(p.device[idx(tiny, "b")] == 15);
+  CHECK(p.device[idx(tiny, "c")] == 14);
+  CHECK(p.device[idx(tiny, "a")] == 13);
+  CHECK_NOTHROW(check_placement(p, tiny, skewed));
+  // A 20-op chain on 16 devices with targets 1:2:...:16 makes METIS (seed 0) complain that it
+  // cannot bisect an empty part (it still returns a partition).
+  std::vector<op_spec> chain;
+  for (int i = 0; i < 20; ++i)
+    chain.push_back(i == 0 ? syn("o0", 1, 1) : syn("o" + std::to_string(i), 1, 1, {"o" + std::to_string(i - 1)}));
+  graph g = build("chain", chain);
+  CHECK(stdout_of([&] { p = make_placer("metis")->place(g, skewed, cm, quick()); }).empty());
+  CHECK_NOTHROW(check_placement(p, g, skewed));
+  graph one = build("one", {syn("x", 1, 1)});
+  CHECK(stdout_of([&] { p = make_placer("metis")->place(one, make_preset("p100x4"), cm, quick()); }).empty());
+  CHECK(p.device.size() == 1);
+}
+
+TEST_CASE("search refuses a negative budget") {
+  cost_model cm;
+  placer_options o = quick();
+  o.budget = -1;
+  CHECK_THROWS_AS(make_placer("search")->place(paper("chain_mm_112nodes.txt"), make_preset("doppler-paper:4"), cm, o),
+                  error);
 }
 
 TEST_CASE("registry: names, descriptions, unknown names") {

@@ -409,6 +409,52 @@ TEST_CASE("simulate rejects an invalid placement") {
   CHECK(simulate(empty, c, placement{}, cm).makespan == 0);
 }
 
+TEST_CASE("simulate range-checks streams and jitter") {
+  auto g = make_graph({syn("a", {}, 1e9, 8), syn("b", {"a"}, 1e9, 8)});
+  auto c = mesh(2, 1e12, 1e10, 0);
+  auto p = place(g, {{"a", 0}, {"b", 1}});
+  auto code_of = [&](sim_options o) {
+    try {
+      simulate(g, c, p, cm, o);
+    } catch (const error& e) {
+      return e.code();
+    }
+    return errc::internal;
+  };
+  CHECK(code_of(sim_options{}.with_streams(0)) == errc::bad_argument);
+  CHECK(code_of(sim_options{}.with_streams(max_streams + 1)) == errc::bad_argument);
+  CHECK(code_of(sim_options{}.with_streams(1000000000)) == errc::bad_argument);
+  CHECK(code_of(sim_options{}.with_jitter(-0.1, 0)) == errc::bad_argument);
+  CHECK(code_of(sim_options{}.with_jitter(max_jitter * 1.01, 0)) == errc::bad_argument);
+  CHECK(code_of(sim_options{}.with_jitter(1e300, 0)) == errc::bad_argument);
+  CHECK(code_of(sim_options{}.with_jitter(std::nan(""), 0)) == errc::bad_argument);
+  CHECK_THROWS_AS(makespan_lower_bound(g, c, cm, sim_options{}.with_streams(max_streams + 1)), error);
+  // The limits themselves are fine.
+  CHECK(simulate(g, c, p, cm, sim_options{}.with_streams(max_streams)).makespan > 0);
+  CHECK(std::isfinite(simulate(g, c, p, cm, sim_options{}.with_jitter(max_jitter, 3)).makespan));
+}
+
+TEST_CASE("an op or transfer that would take forever is an error naming the op and device") {
+  auto g = make_graph({syn("a", {}, 1e9, 8), syn("slow-op", {"a"}, 1e9, 8)});
+  std::vector<device> ds{{"fast", device_kind::gpu, 1e12, 1e12, "h"}, {"tiny", device_kind::gpu, 1e-300, 1e12, "h"}};
+  cluster c("tiny-flops", ds, {}, {{"fast", "tiny", 1e10, 0, true}});
+  auto p = place(g, {{"a", 0}, {"slow-op", 1}});
+  for (auto model : {sim_model::wc, sim_model::simple}) {
+    try {
+      simulate(g, c, p, cm, sim_options{}.with_model(model));
+      FAIL("expected an error");
+    } catch (const error& e) {
+      CHECK(e.code() == errc::bad_value);
+      CHECK(e.reason().find("slow-op") != std::string::npos);
+      CHECK(e.reason().find("tiny") != std::string::npos);
+    }
+  }
+  cluster slow_link("slow-link", {{"d0", device_kind::gpu, 1e12, 1e12, "h"}, {"d1", device_kind::gpu, 1e12, 1e12, "h"}},
+                    {}, {{"d0", "d1", 1e-300, 0, true}});
+  auto big = make_graph({syn("a", {}, 1e9, 1e10), syn("b", {"a"}, 1e9, 8)});  // 1e10 B at 1e-300 B/s: inf
+  CHECK_THROWS_AS(simulate(big, slow_link, place(big, {{"a", 0}, {"b", 1}}), cm), error);
+}
+
 TEST_CASE("chrome trace: one process per device and link, ops and transfers as complete events") {
   auto g = make_graph({syn("a", {}, 1e12, 1e9), syn("b", {"a"}, 1e12, 2e9), syn("c", {"a"}, 1e12, 8),
                        syn("d", {"b", "c"}, 1e12, 8)});

@@ -34,6 +34,10 @@ std::string_view to_string(errc code) noexcept;
 /// True for the classes that mean "the user's input is wrong" (CLI exit code 2).
 bool is_bad_input(errc code) noexcept;
 
+/// A short printable quote of user text for a message: at most `max` bytes of `s`, bytes outside
+/// printable ASCII as `\xNN`, and "..." when cut.
+std::string excerpt(std::string_view s, std::size_t max = 40);
+
 /// The exception every doppler library throws for a reportable error.
 class error : public std::runtime_error {
  public:

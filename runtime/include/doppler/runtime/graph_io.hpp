@@ -18,8 +18,8 @@ graph parse_graph(std::string_view text, const std::string& file = "<graph>");
 /// becomes its name. Errors name the file and the line.
 graph parse_paper_graph(std::string_view text, const std::string& file = "<paper graph>");
 
-/// Loads a graph file of either format: JSON if the first non-blank character is `{`, the paper's
-/// text format otherwise.
+/// Loads a graph file of either format: the paper's text format if the first non-blank character
+/// is a digit, JSON otherwise (a UTF-8 byte order mark is skipped).
 graph load_graph(const std::string& path);
 
 /// Serializes to `doppler-graph/1` (one op per line). Derived costs are not written, overrides are:
@@ -29,8 +29,9 @@ std::string to_json_text(const graph& g);
 /// Writes `doppler-graph/1` atomically.
 void save_graph(const graph& g, const std::string& path);
 
-/// The `"format"` tag of a JSON document, found without parsing the whole file ("" if none);
-/// "paper-text" for a file that is not JSON.
+/// The `"format"` tag of a JSON object, found without parsing the whole file; "paper-text" when the
+/// first non-blank byte (after an optional UTF-8 byte order mark) is a digit; "" otherwise (no tag,
+/// a tag that is not a string, JSON that is not an object, or neither format).
 std::string sniff_format(std::string_view text);
 
 }  // namespace doppler

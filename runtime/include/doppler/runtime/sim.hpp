@@ -28,11 +28,17 @@ class transfer_planner;  // transfer_plan.hpp
 enum class exec_mode : std::uint8_t { wc, bsp };
 enum class sim_model : std::uint8_t { wc, simple };
 
+/// The most concurrent ops per device (`streams`) the simulator and the runtime accept.
+inline constexpr int max_streams = 256;
+/// The largest jitter σ the simulator accepts: beyond it the lognormal factor's median exp(−σ²/2)
+/// (0.14 at σ = 2) collapses toward 0 and runs stop saying anything about the placement.
+inline constexpr double max_jitter = 2.0;
+
 struct sim_options {
   exec_mode mode = exec_mode::wc;
   sim_model model = sim_model::wc;
-  int streams = 1;              ///< concurrent ops per device
-  double jitter = 0;            ///< σ of lognormal multiplicative noise on op and transfer times (0 = off)
+  int streams = 1;              ///< concurrent ops per device, 1 to max_streams
+  double jitter = 0;            ///< σ of lognormal multiplicative noise on op and transfer times (0 = off), ≤ max_jitter
   std::uint64_t seed = 0;       ///< RNG seed for jitter
   std::vector<std::pair<device_index, double>> stragglers;  ///< device → slowdown factor (> 1)
   bool record_trace = false;    ///< fill sim_result::events
