@@ -139,6 +139,8 @@ struct device_state {
     }
   }
   void clear() {
+    // The run is over: kernels of it still running here may stop (emulate's holds do).
+    if (active && opt.kernels) opt.kernels->interrupt(opt.index);
     plan.reset();
     sl = nullptr;
     recs = nullptr;

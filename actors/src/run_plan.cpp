@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -228,8 +229,16 @@ class emulated_backend final : public backend {
     if (d >= c_->device_count())  // an anonymous worker device standing for a device of a larger cluster
       throw error(errc::bad_argument, "emulate: device index " + std::to_string(d) + " is not in cluster '" +
                                           c_->name() + "' (serve emulated devices by id of the run's cluster)");
-    hold(costs_.op_time(g[i], (*c_)[d]));
+    hold(d, costs_.op_time(g[i], (*c_)[d]));
     return tensor{};
+  }
+  void interrupt(device_index d) noexcept override {
+    {
+      std::lock_guard lock(hold_mutex_);
+      if (d >= hold_gen_.size()) return;
+      ++hold_gen_[d];
+    }
+    held_.notify_all();
   }
   double copy_seconds(device_index src, device_index dst, double bytes) override {
     if (src == dst || src >= c_->device_count() || dst >= c_->device_count()) return 0.0;
@@ -247,8 +256,19 @@ class emulated_backend final : public backend {
  private:
   std::mutex links_mutex_;
   std::vector<double> link_free_;  // steady-clock seconds each directed link is reserved until
-  static void hold(double seconds) {
-    if (seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  // Holds end at their modeled time or when interrupt(d) bumps their device's generation.
+  std::mutex hold_mutex_;
+  std::condition_variable held_;
+  std::vector<std::uint64_t> hold_gen_;  // per device index
+  void hold(device_index d, double seconds) {
+    if (!(seconds > 0)) return;
+    constexpr double longest = 1e9;  // s: beyond it a deadline would overflow the clock
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                std::chrono::duration<double>(std::min(seconds, longest)));
+    std::unique_lock lock(hold_mutex_);
+    if (hold_gen_.size() < c_->device_count()) hold_gen_.resize(c_->device_count(), 0);
+    const std::uint64_t gen = hold_gen_[d];
+    held_.wait_until(lock, until, [&] { return hold_gen_[d] != gen; });
   }
   std::shared_ptr<const cluster> c_;
   cost_model costs_;
@@ -286,6 +306,7 @@ class straggler_backend final : public backend {
     return inner_->copy_seconds(src, dst, bytes);
   }
   bool runs_inline() const noexcept override { return inner_->runs_inline(); }
+  void interrupt(device_index d) noexcept override { inner_->interrupt(d); }
 
  private:
   std::shared_ptr<backend> inner_;

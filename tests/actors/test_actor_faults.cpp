@@ -146,6 +146,34 @@ TEST_CASE("a run past its timeout fails naming the unfinished op, in bounded tim
   CHECK(e.bytes_held() == 0);
 }
 
+TEST_CASE("emulate: a run past its timeout ends its holds; the engine shuts down at once and runs again") {
+  cluster c = make_preset("cpu:2");
+  graph_builder b("slow");
+  b.add(op_spec{"x", op_kind::synthetic, {}, {}, {}, 1e6, 8, ""});
+  b.add(op_spec{"slow", op_kind::synthetic, {"x"}, {}, {}, 1e15, 8, ""});  // hours on a cpu:2 device
+  graph g = std::move(b).build();
+  placement p = round_robin(g, c);
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    engine e(c, engine_options{}.with_backend("emulate"));
+    std::string what;
+    try {
+      e.run(g, p, run_options{}.with_timeout(300ms));
+      FAIL("the run should have timed out");
+    } catch (const run_failure& f) {
+      what = f.what();
+    }
+    CHECK(what.find("timed out") != std::string::npos);
+    CHECK(what.find("'slow'") != std::string::npos);
+    // The interrupted hold freed its worker: a quick graph runs on the same engine.
+    graph_builder q("quick");
+    q.add(op_spec{"x", op_kind::synthetic, {}, {}, {}, 1e3, 8, ""});
+    graph gq = std::move(q).build();
+    CHECK_NOTHROW(e.run(gq, round_robin(gq, c), run_options{}.with_timeout(5000ms)));
+  }  // the engine's device threads join here: no hold is left to wait for
+  CHECK(seconds_since(t0) < 5.0);
+}
+
 TEST_CASE("a device killed between runs: the next run still succeeds") {
   cluster c = make_preset("cpu:2");
   graph g = chain_graph();

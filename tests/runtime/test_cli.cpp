@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -420,4 +421,19 @@ TEST_CASE("cli: non-finite times, unknown commands, compare --methods none, cali
   r = run(d, "info huge.json");
   CHECK_MESSAGE(r.rc == 0, r.err);
   CHECK(r.out.find("inf%") == std::string::npos);
+}
+
+TEST_CASE("cli: run --timeout ends an emulated run whose op would take far longer") {
+  temp_dir d;
+  if (!has_run_command(d)) return;
+  std::string slow = tiny_graph;
+  slow.replace(slow.find("1e9"), 3, "2e15");  // the synthetic op: hours on a cpu:2 device
+  write(d / "slow.json", slow);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = run(d, "run --graph slow.json --cluster cpu:2 --backend emulate --timeout 2 --repeat 1 --warmup 0");
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("timed out") != std::string::npos);
+  CHECK(r.err.find("'s'") != std::string::npos);
+  CHECK(took < 20);
 }

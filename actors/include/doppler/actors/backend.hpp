@@ -46,6 +46,10 @@ class backend {
   /// True when `execute` does no work, so a device may call it on its own actor thread instead of
   /// handing it to a worker thread (only the `null` backend).
   virtual bool runs_inline() const noexcept { return false; }
+  /// The run device `d` was working on has ended (done, failed or timed out): kernels still running
+  /// there may stop early, their results are dropped. `emulate` ends its holds at once; the default
+  /// (and `cpu`, whose kernels cannot be stopped midway) does nothing.
+  virtual void interrupt(device_index d) noexcept { (void)d; }
 };
 
 /// A backend around `inner` whose listed devices are slower by their factor (≥ 1): after each op
