@@ -25,6 +25,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -32,6 +34,37 @@
 namespace doppler::cli {
 
 namespace {
+
+/// A CLI11 check: a finite number in [lo, hi] (CLI::Range lets NaN through).
+CLI::Validator finite_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double x = 0;
+        std::size_t used = 0;
+        try {
+          x = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || text.empty()) return "'" + text + "' is not a number";
+        if (!std::isfinite(x) || x < lo || x > hi) return fmt::format("{} is outside [{:g}, {:g}]", text, lo, hi);
+        return {};
+      },
+      fmt::format("in [{:g}, {:g}]", lo, hi));
+}
+
+/// Refuses an output path whose directory is missing or not writable before any work is done
+/// (a training that fails at its end on a typo in -o loses the training).
+void check_output_path(const std::string& path, const char* flag) {
+  if (path.empty() || path == "-") return;
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw error(errc::bad_argument, path, flag, "directory '" + dir.string() + "' does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) throw error(errc::bad_argument, path, flag, "directory '" + dir.string() + "' is not writable");
+  if (std::filesystem::is_directory(path, ec)) throw error(errc::bad_argument, path, flag, "is a directory");
+}
 
 sim_model parse_model(const std::string& m) {
   if (m == "wc") return sim_model::wc;
@@ -110,15 +143,15 @@ void add_train(CLI::App& app) {
                   "own. With --teacher auto, phase I imitates it");
   cmd->add_option("--hint-budget", o->p.hint_budget, "search as the hint: simulator evaluations")
       ->capture_default_str();
-  cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->capture_default_str();
-  cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->capture_default_str();
+  cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--real-episodes", o->t.real_episodes,
                   "Phase III episodes: makespans measured on the actor runtime (CPU backend); with several --graph "
-                  "files a total, batches taking turns, each graph run on its own cluster")->capture_default_str();
-  cmd->add_option("--real-repeat", o->real_repeat, "Phase III: runs averaged per measured episode")->capture_default_str();
+                  "files a total, batches taking turns, each graph run on its own cluster")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--real-repeat", o->real_repeat, "Phase III: runs averaged per measured episode")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--real-batch", o->t.real_batch,
                   "Phase III: measured episodes per REINFORCE step (advantages normalised over the batch, as phase "
-                  "II; 1: a step per episode)")->capture_default_str();
+                  "II; 1: a step per episode)")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--real-eval-every", o->t.real_eval_every,
                   "Phase III model selection: measure the greedy placement after every this many updates and "
                   "write the parameters whose greedy measured best (0: off, write the last parameters)")
@@ -130,34 +163,38 @@ void add_train(CLI::App& app) {
   cmd->add_option("--real-select-margin", o->t.real_select_margin,
                   "Phase III model selection: keep phase II's parameters unless others' greedy placement measured "
                   "faster by this many standard errors of the difference (0: the lowest mean wins)")
+      ->check(finite_in(0, learner::train_limits::select_margin_max))
       ->capture_default_str();
   cmd->add_option("--real-straggler", o->real_stragglers,
                   "Phase III: DEVICE:FACTOR, this device of the runtime is FACTOR times slower (as `run "
                   "--straggler`); phases I and II and the simulator are not told. Repeatable");
-  cmd->add_option("--batch", o->t.batch, "Episodes per update")->capture_default_str();
-  cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->capture_default_str();
-  cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->capture_default_str();
-  cmd->add_option("--entropy", o->t.entropy, "Phase II entropy bonus (start)")->capture_default_str();
+  cmd->add_option("--batch", o->t.batch, "Episodes per update")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
+  cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
+  cmd->add_option("--entropy", o->t.entropy, "Phase II entropy bonus (start)")->check(finite_in(0, learner::train_limits::entropy_max))->capture_default_str();
   cmd->add_option("--baseline-decay", o->t.baseline_decay,
                   "Phase II/III baseline: 0 = running mean of all costs (paper), else EMA decay per update")
+      ->check(finite_in(0, learner::train_limits::baseline_decay_max))
       ->capture_default_str();
   cmd->add_option("--normalize-advantages", o->t.normalize_advantages,
                   "Phase II/III: divide advantages by the batch's cost spread (true|false)")->capture_default_str();
   cmd->add_option("--algorithm", o->algorithm,
                   "Phase II update: reinforce (the paper's) or ppo (clipped surrogate, --ppo-epochs steps per batch "
                   "on the same advantages; dual and joint policies)")->capture_default_str();
-  cmd->add_option("--ppo-clip", o->t.ppo_clip, "PPO: clip the probability ratio to 1 ± this")->capture_default_str();
-  cmd->add_option("--ppo-epochs", o->t.ppo_epochs, "PPO: Adam steps per batch")->capture_default_str();
+  cmd->add_option("--ppo-clip", o->t.ppo_clip, "PPO: clip the probability ratio to 1 ± this")
+      ->check(finite_in(learner::train_limits::ppo_clip_min, learner::train_limits::ppo_clip_max))->capture_default_str();
+  cmd->add_option("--ppo-epochs", o->t.ppo_epochs, "PPO: Adam steps per batch")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--self-imitation", o->t.self_imitation,
                   "Phase II: imitation steps on the best episode sampled so far after every update (0: off), so "
-                  "the greedy policy follows the best placement found")->capture_default_str();
+                  "the greedy policy follows the best placement found")->check(CLI::Range(0, 1000000))->capture_default_str();
   cmd->add_option("--advantage-floor", o->t.advantage_floor,
                   "Phase II: the smallest relative cost spread advantages are divided by (0: no floor, the rule "
-                  "before the floor existed)")->capture_default_str();
-  cmd->add_option("--temperature", o->t.temperature, "Phase II sampling temperature")->capture_default_str();
-  cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->capture_default_str();
-  cmd->add_option("--hidden", o->p.hidden, "Encoder dims (paper: 128)")->capture_default_str();
-  cmd->add_option("--steps", o->p.steps, "Message-passing steps (paper: 6)")->capture_default_str();
+                  "before the floor existed)")->check(finite_in(0, 1))->capture_default_str();
+  cmd->add_option("--temperature", o->t.temperature, "Phase II sampling temperature")
+      ->check(finite_in(learner::train_limits::temperature_min, learner::train_limits::temperature_max))->capture_default_str();
+  cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--hidden", o->p.hidden, "Encoder dims (paper: 128)")->check(CLI::Range(1, learner::policy_options::max_width))->capture_default_str();
+  cmd->add_option("--steps", o->p.steps, "Message-passing steps (paper: 6)")->check(CLI::Range(0, learner::policy_options::max_steps))->capture_default_str();
   cmd->add_option("--policy-kind", o->kind,
                   "dual (DOPPLER's SEL + PLC), joint (single-policy ablation: one network scores (op, device) pairs), "
                   "placeto (Placeto-like: re-places ops in topological order, GNN re-run per step) or gdp "
@@ -175,6 +212,10 @@ void add_train(CLI::App& app) {
   cmd->add_option("--config", o->config,
                   "Curriculum (doppler-curriculum/1 JSON, docs/learner.md); flags given explicitly override it");
   cmd->callback([o, cmd] {
+    check_output_path(o->out, "--output");
+    check_output_path(o->csv, "--csv");
+    check_output_path(o->svg, "--svg");
+    check_output_path(o->best, "--best");
     std::vector<graph> graphs;
     for (const auto& path : o->graphs) graphs.push_back(load_graph(path));
     const graph& g = graphs.front();
@@ -228,6 +269,7 @@ void add_train(CLI::App& app) {
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
     select_phases(o->phases, o->episodes, o->t, *cmd);
+    learner::check_train_options(o->t);  // flags and curriculum merged: before any work
     if (o->t.real_episodes > 0 && n_graphs > learner::doppler_learner_max_problems)
       throw error(errc::bad_argument, "", "--graph",
                   "phase III keeps the state of at most " + std::to_string(learner::doppler_learner_max_problems) +
@@ -418,6 +460,7 @@ void add_place_learned(CLI::App& app) {
   cmd->add_option("--model", o->model, "Simulator model for the reported makespan: simple or wc")->capture_default_str();
   cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
   cmd->callback([o] {
+    check_output_path(o->out, "--output");
     graph g = load_graph(o->graph);
     cluster c = load_cluster_or_preset(o->cluster);
     cost_model cm = o->costs.empty() ? cost_model() : cost_model::load(o->costs);

@@ -41,13 +41,15 @@ struct reader {
       fail(errc::bad_value, p, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     out = x;
   }
-  void integer(const json& j, const std::string& path, const char* key, int& out, int lo) const {
+  void integer(const json& j, const std::string& path, const char* key, int& out, int lo,
+               int hi = 1'000'000'000) const {
     if (!j.contains(key)) return;
     const auto& v = j.at(key);
     std::string p = path.empty() ? key : path + "." + key;
     if (!v.is_number_integer()) fail(errc::bad_type, p, "expected an integer");
     auto x = v.get<long long>();
-    if (x < lo || x > 1'000'000'000) fail(errc::bad_value, p, "must be an integer >= " + std::to_string(lo));
+    if (x < lo || x > hi)
+      fail(errc::bad_value, p, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     out = static_cast<int>(x);
   }
   void boolean(const json& j, const std::string& path, const char* key, bool& out) const {
@@ -67,6 +69,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     throw error(errc::bad_json, file, "", e.what());
   }
   reader r{file};
+  namespace L = train_limits;
   r.keys(j, "", {"format", "phases", "imitation", "reinforce", "policy", "model", "seed"});
   if (!j.contains("format") || j["format"] != "doppler-curriculum/1")
     r.fail(errc::bad_format_tag, "format", "expected \"doppler-curriculum/1\"");
@@ -83,12 +86,12 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     r.integer(s, "phases", "real_batch", t.real_batch, 1);
     r.integer(s, "phases", "real_eval_every", t.real_eval_every, 0);
     r.integer(s, "phases", "real_confirm", t.real_confirm, 0);
-    r.number(s, "phases", "real_select_margin", t.real_select_margin, 0, 100);
+    r.number(s, "phases", "real_select_margin", t.real_select_margin, 0, L::select_margin_max);
   }
   if (j.contains("imitation")) {
     const auto& s = j["imitation"];
     r.keys(s, "imitation", {"lr", "epsilon", "epsilon_final", "teacher", "teacher_budget"});
-    r.number(s, "imitation", "lr", t.il_lr, 1e-12, 10);
+    r.number(s, "imitation", "lr", t.il_lr, L::lr_min, L::lr_max);
     r.number(s, "imitation", "epsilon", t.il_epsilon, 0, 1);
     r.number(s, "imitation", "epsilon_final", t.il_epsilon_final, 0, 1);
     if (s.contains("teacher")) {
@@ -103,14 +106,14 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     r.keys(s, "reinforce", {"lr", "lr_final", "temperature", "epsilon", "entropy", "entropy_final", "gamma",
                             "baseline_decay", "normalize_advantages", "advantage_floor", "algorithm", "ppo_clip",
                             "ppo_epochs", "self_imitation"});
-    r.number(s, "reinforce", "lr", t.rl_lr, 1e-12, 10);
+    r.number(s, "reinforce", "lr", t.rl_lr, L::lr_min, L::lr_max);
     r.number(s, "reinforce", "lr_final", t.lr_final, 0, 1);
-    r.number(s, "reinforce", "temperature", t.temperature, 1e-6, 1e6);
+    r.number(s, "reinforce", "temperature", t.temperature, L::temperature_min, L::temperature_max);
     r.number(s, "reinforce", "epsilon", t.rl_epsilon, 0, 1);
-    r.number(s, "reinforce", "entropy", t.entropy, 0, 1e6);
-    r.number(s, "reinforce", "entropy_final", t.entropy_final, 0, 1e6);
+    r.number(s, "reinforce", "entropy", t.entropy, 0, L::entropy_max);
+    r.number(s, "reinforce", "entropy_final", t.entropy_final, 0, L::entropy_max);
     r.number(s, "reinforce", "gamma", t.gamma, 0, 1);
-    r.number(s, "reinforce", "baseline_decay", t.baseline_decay, 0, 0.999999);
+    r.number(s, "reinforce", "baseline_decay", t.baseline_decay, 0, L::baseline_decay_max);
     r.boolean(s, "reinforce", "normalize_advantages", t.normalize_advantages);
     r.number(s, "reinforce", "advantage_floor", t.advantage_floor, 0, 1);
     if (s.contains("algorithm")) {
@@ -118,7 +121,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
         r.fail(errc::bad_value, "reinforce.algorithm", "must be \"reinforce\" or \"ppo\"");
       t.ppo = s["algorithm"] == "ppo";
     }
-    r.number(s, "reinforce", "ppo_clip", t.ppo_clip, 1e-6, 10);
+    r.number(s, "reinforce", "ppo_clip", t.ppo_clip, L::ppo_clip_min, L::ppo_clip_max);
     r.integer(s, "reinforce", "ppo_epochs", t.ppo_epochs, 1);
     r.integer(s, "reinforce", "self_imitation", t.self_imitation, 0);
   }
@@ -146,10 +149,10 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
       if (p.ablation != policy_ablation::none && p.kind != policy_kind::dual)
         r.fail(errc::bad_value, "policy.ablation", "needs policy kind \"dual\"");
     }
-    r.integer(s, "policy", "hidden", p.hidden, 1);
-    r.integer(s, "policy", "steps", p.steps, 0);
-    r.integer(s, "policy", "proj", p.proj, 1);
-    r.integer(s, "policy", "mlp", p.mlp, 1);
+    r.integer(s, "policy", "hidden", p.hidden, 1, policy_options::max_width);
+    r.integer(s, "policy", "steps", p.steps, 0, policy_options::max_steps);
+    r.integer(s, "policy", "proj", p.proj, 1, policy_options::max_width);
+    r.integer(s, "policy", "mlp", p.mlp, 1, policy_options::max_width);
   }
   if (j.contains("model")) {
     const auto& m = j["model"];

@@ -59,9 +59,28 @@ problem& problem::with_hint(std::shared_ptr<const placement> h) {
   return *this;
 }
 
-policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(opt)) {
-  if (opt.hidden < 1 || opt.steps < 0 || opt.proj < 1 || opt.mlp < 1)
-    throw error(errc::bad_argument, "learner: policy sizes must be positive");
+namespace {
+
+/// The sizes are checked before the network is allocated (LibTorch would fail on a negative or
+/// overflowing dimension with a backtrace).
+const policy_options& checked_sizes(const policy_options& opt) {
+  auto width = [](const char* name, int x) {
+    if (x < 1 || x > policy_options::max_width)
+      throw error(errc::bad_argument, "learner: policy " + std::string(name) + " = " + std::to_string(x) +
+                                          " must be in [1, " + std::to_string(policy_options::max_width) + "]");
+  };
+  width("hidden", opt.hidden);
+  width("proj", opt.proj);
+  width("mlp", opt.mlp);
+  if (opt.steps < 0 || opt.steps > policy_options::max_steps)
+    throw error(errc::bad_argument, "learner: policy steps = " + std::to_string(opt.steps) + " must be in [0, " +
+                                        std::to_string(policy_options::max_steps) + "]");
+  return opt;
+}
+
+}  // namespace
+
+policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(checked_sizes(opt))) {
   if (opt.ablation != policy_ablation::none && opt.kind != policy_kind::dual)
     throw error(errc::bad_argument, "learner: ablation " + policy_ablation_name(opt.ablation) +
                                         " needs policy kind dual, not " + policy_kind_name(opt.kind));

@@ -24,6 +24,44 @@ std::string torch_reason(const std::exception& ex) {
   return m;
 }
 
+/// FNV-1a over the bytes of every parameter and buffer of `m` (in registration order) and of
+/// Adam's state for each parameter: a checkpoint stores it, so a file whose tensor bytes were
+/// damaged is refused on load (LibTorch's archive reader does not check the zip CRCs).
+std::int64_t parameter_digest(const torch::nn::Module& m, const torch::optim::Adam& adam) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto bytes = [&h](const void* data, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ULL;
+    }
+  };
+  auto mix = [&](const torch::Tensor& t) {
+    if (!t.defined()) return bytes("-", 1);
+    const torch::Tensor c = t.detach().contiguous();
+    bytes(c.data_ptr(), c.nbytes());
+  };
+  const auto params = m.parameters();
+  for (const auto& t : params) mix(t);
+  for (const auto& t : m.buffers()) mix(t);
+  // Adam keys its per-parameter state by the parameter's TensorImpl address (as its own
+  // serializer does), so the state is visited in parameter order.
+  for (const auto& p : params) {
+    auto it = adam.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    if (it == adam.state().end()) {
+      bytes("0", 1);
+      continue;
+    }
+    const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
+    const std::int64_t step = st.step();
+    bytes(&step, sizeof step);
+    mix(st.exp_avg());
+    mix(st.exp_avg_sq());
+    mix(st.max_exp_avg_sq());
+  }
+  return static_cast<std::int64_t>(h);
+}
+
 }  // namespace
 
 using detail::discounts;
@@ -191,6 +229,7 @@ void policy::save(const std::string& path) const {
     }
     impl_->model->save(net_ar);
     impl_->adam->save(adam_ar);
+    ar.write("digest", torch::tensor(parameter_digest(*impl_->model, *impl_->adam)));
     ar.write("net", net_ar);
     ar.write("adam", adam_ar);
     ar.save_to(tmp);
@@ -253,6 +292,10 @@ policy policy::load(const std::string& path) {
     ar.read("net", net_ar);
     pol.impl_->model->load(net_ar);
     if (ar.try_read("adam", adam_ar)) pol.impl_->adam->load(adam_ar);
+    torch::Tensor digest;  // absent in checkpoints written before 2026-12-02
+    if (ar.try_read("digest", digest) &&
+        digest.item<std::int64_t>() != parameter_digest(*pol.impl_->model, *pol.impl_->adam))
+      throw error(errc::bad_value, path, "", "the parameters do not match the checkpoint's checksum: the file is damaged");
     return pol;
   } catch (const error&) {
     throw;

@@ -77,6 +77,46 @@ agreement teacher_agreement(policy& pol, const problem& pb) {
           static_cast<double>(ep.both_agree) / t};
 }
 
+void check_train_options(const train_options& o) {
+  namespace L = train_limits;
+  auto number = [](const char* field, double x, double lo, double hi) {
+    if (!std::isfinite(x) || x < lo || x > hi)
+      throw error(errc::bad_argument, "learner: train option " + std::string(field) + " = " + std::to_string(x) +
+                                          " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  };
+  auto count = [](const char* field, int x, int lo) {
+    if (x < lo)
+      throw error(errc::bad_argument, "learner: train option " + std::string(field) + " = " + std::to_string(x) +
+                                          " must be >= " + std::to_string(lo));
+  };
+  count("il_episodes", o.il_episodes, 0);
+  count("rl_episodes", o.rl_episodes, 0);
+  count("real_episodes", o.real_episodes, 0);
+  count("batch", o.batch, 1);
+  count("real_batch", o.real_batch, 1);
+  count("real_eval_every", o.real_eval_every, 0);
+  count("real_confirm", o.real_confirm, 0);
+  count("self_imitation", o.self_imitation, 0);
+  count("eval_every", o.eval_every, 0);
+  number("real_select_margin", o.real_select_margin, 0, L::select_margin_max);
+  number("il_lr", o.il_lr, L::lr_min, L::lr_max);
+  number("rl_lr", o.rl_lr, L::lr_min, L::lr_max);
+  number("lr_final", o.lr_final, 0, 1);
+  number("il_epsilon", o.il_epsilon, 0, 1);
+  number("il_epsilon_final", o.il_epsilon_final, 0, 1);
+  number("rl_epsilon", o.rl_epsilon, 0, 1);
+  number("temperature", o.temperature, L::temperature_min, L::temperature_max);
+  number("entropy", o.entropy, 0, L::entropy_max);
+  number("entropy_final", o.entropy_final, 0, L::entropy_max);
+  number("gamma", o.gamma, 0, 1);
+  number("advantage_floor", o.advantage_floor, 0, 1);
+  number("baseline_decay", o.baseline_decay, 0, L::baseline_decay_max);
+  if (o.ppo) {
+    number("ppo_clip", o.ppo_clip, L::ppo_clip_min, L::ppo_clip_max);
+    count("ppo_epochs", o.ppo_epochs, 1);
+  }
+}
+
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
   const problem* one = &pb;
   return train(pol, std::span<const problem* const>(&one, 1), opt);
@@ -84,12 +124,7 @@ train_result train(policy& pol, const problem& pb, const train_options& opt) {
 
 train_result train(policy& pol, std::span<const problem* const> pbs, const train_options& opt) {
   if (pbs.empty()) throw error(errc::bad_argument, "learner: train needs at least one problem");
-  if (opt.batch < 1 || opt.real_batch < 1) throw error(errc::bad_argument, "learner: batch and real_batch must be >= 1");
-  if (opt.self_imitation < 0) throw error(errc::bad_argument, "learner: self_imitation must be >= 0");
-  if (opt.ppo && (opt.ppo_epochs < 1 || !(opt.ppo_clip > 0)))
-    throw error(errc::bad_argument, "learner: PPO needs ppo_epochs >= 1 and ppo_clip > 0");
-  if (opt.il_episodes < 0 || opt.rl_episodes < 0 || opt.real_episodes < 0)
-    throw error(errc::bad_argument, "learner: episode counts must be >= 0");
+  check_train_options(opt);
   const std::size_t n_pb = pbs.size();
   const problem& pb = *pbs[0];
   if (opt.real_episodes > 0 && !opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");

@@ -404,6 +404,58 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   CHECK(too_many.out.find("at most 16 graphs") != std::string::npos);
 }
 
+TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths are refused before any work") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  const std::string base = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --hidden 16 --steps 2 --episodes 2 ";
+  const std::string ok = " -o " + (t / "p.pt");
+  // Each: the flags, the text the one-line error must contain. Exit 2, no checkpoint, no backtrace.
+  const std::pair<std::string, std::string> cases[] = {
+      {"--il-lr nan" + ok, "--il-lr"},
+      {"--rl-lr inf" + ok, "--rl-lr"},
+      {"--il-lr -1" + ok, "--il-lr"},
+      {"--entropy -1" + ok, "--entropy"},
+      {"--baseline-decay 2" + ok, "--baseline-decay"},
+      {"--advantage-floor -1" + ok, "--advantage-floor"},
+      {"--temperature 0" + ok, "--temperature"},
+      {"--real-repeat 0" + ok, "--real-repeat"},
+      {"--hidden 0" + ok, "--hidden"},
+      {"--hidden 1000000" + ok, "--hidden"},
+      {"--steps 1000" + ok, "--steps"},
+      {"--seed -1" + ok, "--seed"},
+      {"-o " + (t / "missing/p.pt"), "does not exist"},
+      {"--csv " + (t / "missing/c.csv") + ok, "--csv"},
+      {"--best " + (t / "missing/b.json") + ok, "--best"},
+      {"-o " + t.path.string(), "is a directory"},
+  };
+  for (const auto& [flags, expected] : cases) {
+    CAPTURE(flags);
+    auto r = sh(base + flags);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(expected) != std::string::npos);
+    CHECK(r.out.find("frame #") == std::string::npos);
+    CHECK(r.out.find("episode") == std::string::npos);  // refused before training (no progress line)
+    CHECK_FALSE(fs::exists(t / "p.pt"));
+  }
+  // A curriculum with an oversized network: the file and field named.
+  {
+    std::ofstream(t / "c.json") << R"({"format": "doppler-curriculum/1", "policy": {"hidden": 1000000}})";
+  }
+  auto big = sh(base + "--config " + (t / "c.json") + ok);
+  CHECK(big.code == 2);
+  CHECK(big.out.find("policy.hidden") != std::string::npos);
+  // place-learned checks its output path before loading anything.
+  auto pl = sh(cli + " place-learned --graph " + (t / "g.json") + " --cluster cpu:2 --policy " +
+               (t / "none.pt") + " -o " + (t / "missing/x.json"));
+  CHECK(pl.code == 2);
+  CHECK(pl.out.find("does not exist") != std::string::npos);
+}
+
 TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint keeps it, bad hints refused") {
   if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
     MESSAGE("built without LibTorch: skipped");

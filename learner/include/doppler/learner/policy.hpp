@@ -57,6 +57,9 @@ inline constexpr const char* hint_auto_candidates[] = {"heft", "metis", "search"
 
 /// Network sizes. Defaults are smaller than the paper's (128 dims, 6 steps) for CPU speed.
 struct policy_options {
+  /// The largest accepted hidden / proj / mlp width and number of message-passing steps (the
+  /// policy constructor refuses others before allocating anything).
+  static constexpr int max_width = 4096, max_steps = 64;
   int hidden = 64;         ///< embedding dims of the encoder
   int steps = 4;           ///< message-passing steps
   int proj = 32;           ///< projection dims of raw op features and device features

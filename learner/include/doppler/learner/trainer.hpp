@@ -80,6 +80,22 @@ struct train_options {
   train_options& with_seed(std::uint64_t s) { seed = s; return *this; }
 };
 
+/// The accepted ranges of train_options' numbers: train() refuses others (check_train_options),
+/// and the curriculum reader and `doppler train`'s flags check the same bounds.
+namespace train_limits {
+inline constexpr double lr_min = 1e-12, lr_max = 10;            ///< il_lr, rl_lr
+inline constexpr double temperature_min = 1e-6, temperature_max = 1e6;
+inline constexpr double entropy_max = 1e6;                      ///< entropy, entropy_final (min 0)
+inline constexpr double baseline_decay_max = 0.999999;          ///< min 0
+inline constexpr double ppo_clip_min = 1e-6, ppo_clip_max = 10;
+inline constexpr double select_margin_max = 100;                ///< real_select_margin (min 0)
+// lr_final, epsilons, gamma and advantage_floor lie in [0, 1].
+}  // namespace train_limits
+
+/// Throws errc::bad_argument naming the first field of `o` outside its range (train_limits; NaN
+/// and infinities included) or a count below its minimum; train() calls it first.
+void check_train_options(const train_options& o);
+
 struct train_result {
   std::vector<train_row> curve;
   /// Per problem of a multi-problem train() (one entry with one problem; the fields below that
