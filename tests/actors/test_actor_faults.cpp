@@ -146,7 +146,7 @@ TEST_CASE("a run past its timeout fails naming the unfinished op, in bounded tim
   CHECK(e.bytes_held() == 0);
 }
 
-TEST_CASE("emulate: a run past its timeout ends its holds; the engine shuts down at once and runs again") {
+TEST_CASE("emulate: a run past its timeout ends its holds, and the engine shuts down at once and runs again") {
   cluster c = make_preset("cpu:2");
   graph_builder b("slow");
   b.add(op_spec{"x", op_kind::synthetic, {}, {}, {}, 1e6, 8, ""});
