@@ -40,17 +40,6 @@ void add_calibrate_command(CLI::App& app);  // cmd_calibrate.cpp
 
 namespace {
 
-/// A validator for unsigned options: CLI11 would wrap "-1" to 2^64 - 1 without a word.
-const CLI::Validator non_negative(
-    [](std::string& s) { return !s.empty() && s[0] == '-' ? "must be >= 0, got " + s : std::string(); }, "N >= 0");
-
-/// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per device).
-void check_streams_flag(int streams) {
-  if (streams < 1 || streams > max_streams)
-    throw error(errc::bad_argument, "", "--streams",
-                "must be in [1, " + std::to_string(max_streams) + "], got " + std::to_string(streams));
-}
-
 struct run_flags {
   std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
       costs_file, backend = "cpu", scheduler = "stealing", transfers = "direct", plan_method = "greedy", refine;
@@ -316,7 +305,7 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--warmup", f->warmup, "Unmeasured runs first")->capture_default_str();
   cmd->add_option("--streams", f->streams, "Concurrent ops per device (1 to 256)")->capture_default_str();
   cmd->add_option("--seed", f->seed, "Input fill (and placer) seed")
-      ->check(non_negative)
+      ->check(non_negative())
       ->capture_default_str();
   cmd->add_option("--backend", f->backend, "Kernel backend: cpu (real kernels), emulate (hold each op and transfer for its modeled time), "
                                          "null (no work), cuda (this machine's GPU, each device a virtual device on "

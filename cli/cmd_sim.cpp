@@ -30,17 +30,6 @@ namespace doppler::cli {
 
 namespace {
 
-/// A validator for unsigned options: CLI11 would wrap "-1" to 2^64 - 1 without a word.
-const CLI::Validator non_negative(
-    [](std::string& s) { return !s.empty() && s[0] == '-' ? "must be >= 0, got " + s : std::string(); }, "N >= 0");
-
-/// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per device).
-void check_streams_flag(int streams) {
-  if (streams < 1 || streams > max_streams)
-    throw error(errc::bad_argument, "", "--streams",
-                "must be in [1, " + std::to_string(max_streams) + "], got " + std::to_string(streams));
-}
-
 /// Options every simulating command shares.
 struct sim_flags {
   std::string graph_file, cluster_spec, costs_file, model = "wc", mode = "wc", transfers = "direct",
@@ -259,6 +248,17 @@ nlohmann::json compare_row(const std::string& name, const std::vector<double>& s
 
 }  // namespace
 
+CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& s) { return !s.empty() && s[0] == '-' ? "must be >= 0, got " + s : std::string(); }, "N >= 0");
+}
+
+void check_streams_flag(int streams) {
+  if (streams < 1 || streams > max_streams)
+    throw error(errc::bad_argument, "", "--streams",
+                "must be in [1, " + std::to_string(max_streams) + "], got " + std::to_string(streams));
+}
+
 std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c, const std::string& flag) {
   auto colon = s.rfind(':');
   auto bad = [&](const std::string& why) { return error(errc::bad_argument, "", flag, "'" + s + "': " + why); };
@@ -314,7 +314,7 @@ void add_sim_commands(CLI::App& app) {
                     "doppler: also draw this many sampled placements (seeded by --seed) and keep the best of "
                     "them and the greedy one under the simulator (best-of-K, K simulations)")->capture_default_str();
     cmd->add_option("--seed", o->seed, "Seed of the randomized methods")
-        ->check(non_negative)
+        ->check(non_negative())
         ->capture_default_str();
     cmd->add_option("--budget", o->budget, "search: simulator evaluations")->capture_default_str();
     cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
@@ -379,7 +379,7 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--runs", o->runs, "Runs (with --jitter: mean, std, p50, p95)")->capture_default_str();
     cmd->add_option("--jitter", o->jitter, "σ of lognormal noise on op and transfer times, 0 to 2")->capture_default_str();
     cmd->add_option("--seed", o->seed, "Seed of the jitter (run i uses seed + i) and of the default cp placement")
-        ->check(non_negative)
+        ->check(non_negative())
         ->capture_default_str();
     cmd->add_option("--straggler", o->stragglers, "DEVICE:FACTOR, a device slowed down by FACTOR (repeatable)");
     cmd->add_option("--trace", o->trace_file, "Write a Chrome trace (Perfetto) of the first run");

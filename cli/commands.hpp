@@ -36,6 +36,12 @@ std::pair<device_index, double> parse_straggler(const std::string& s, const clus
 std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<std::string>& values, const cluster& c,
                                                               const std::string& flag = "--straggler");
 
+/// A CLI11 check for unsigned options: CLI11 would wrap "-1" to 2^64 - 1 without a word (cmd_sim.cpp).
+CLI::Validator non_negative();
+/// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per
+/// device); errc::bad_argument naming the flag otherwise (cmd_sim.cpp).
+void check_streams_flag(int streams);
+
 /// plan-comm, check-schedule, compare-comm (cmd_comm.cpp)
 void add_comm_commands(CLI::App& app);
 
