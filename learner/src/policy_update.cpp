@@ -3,6 +3,7 @@
 #include "policy_impl.hpp"
 
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/io.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -212,7 +213,7 @@ void policy::restore(const std::string& blob) {
 }
 
 void policy::save(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
+  std::ostringstream blob;
   try {
     torch::serialize::OutputArchive ar, net_ar, adam_ar;
     const auto& o = impl_->opt;
@@ -232,13 +233,13 @@ void policy::save(const std::string& path) const {
     ar.write("digest", torch::tensor(parameter_digest(*impl_->model, *impl_->adam)));
     ar.write("net", net_ar);
     ar.write("adam", adam_ar);
-    ar.save_to(tmp);
-    std::filesystem::rename(tmp, path);
+    ar.save_to(blob);
   } catch (const std::exception& ex) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
     throw error(errc::io, path, "", "cannot write checkpoint: " + torch_reason(ex));
   }
+  // The project's one atomic writer: a temporary file beside the target, then rename; symlinks
+  // followed, FIFOs and devices written directly.
+  write_file_atomic(path, blob.str());
 }
 
 policy policy::load(const std::string& path) {

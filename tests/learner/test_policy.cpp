@@ -156,6 +156,14 @@ TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler 
   // A different policy places differently (the round trip is not vacuous).
   policy other(small().with_seed(10));
   CHECK(other.place(pb).device != p1.device);
+  // Saved through a symlink: the link stays a link, its target gets the checkpoint.
+  const std::string link = temp_path("policy-link.pt");
+  std::filesystem::remove(link);
+  std::filesystem::create_symlink(path, link);
+  other.save(link);
+  CHECK(std::filesystem::is_symlink(link));
+  CHECK(policy::load(path).place(pb).device == other.place(pb).device);
+  std::filesystem::remove(link);
   std::filesystem::remove(path);
 
   // Garbage and a truncated checkpoint: one line naming the file, without LibTorch's backtrace.
