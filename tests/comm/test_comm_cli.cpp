@@ -3,6 +3,7 @@
 // a crash, or exit 0 with nonsense.
 #include <doctest/doctest.h>
 
+#include "../cli_run.hpp"
 #include "../temp_dir.hpp"
 #include <nlohmann/json.hpp>
 
@@ -15,31 +16,10 @@
 
 namespace {
 
-const std::string cli = DOPPLER_CLI_PATH;
 
-struct result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Runs `doppler ARGS` in `dir` under a 60 s timeout (a hang fails with rc 124).
-result run(const temp_dir& dir, const std::string& args) {
-  std::string cmd = "cd '" + dir.path.string() + "' && timeout 60 '" + cli + "' " + args + " >" + (dir / "_out") +
-                    " 2>" + (dir / "_err");
-  int status = std::system(cmd.c_str());
-  result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir / "_out");
-  r.err = slurp(dir / "_err");
-  return r;
-}
+using cli_run::result;
+using cli_run::run;
+using cli_run::slurp;
 
 /// `doppler ARGS` must fail with exit code 2 and one line of stderr mentioning every needle.
 void refused(const temp_dir& dir, const std::string& args, std::initializer_list<std::string> needles) {

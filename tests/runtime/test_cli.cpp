@@ -2,6 +2,7 @@
 // codes, outputs and error messages.
 #include <doctest/doctest.h>
 
+#include "../cli_run.hpp"
 #include "../temp_dir.hpp"
 #include <nlohmann/json.hpp>
 
@@ -24,29 +25,9 @@ const std::string cli = DOPPLER_CLI_PATH;
 const std::string paper_dir = DOPPLER_PAPER_DIR;
 
 
-struct result {
-  int rc = -1;
-  std::string out;  ///< stdout
-  std::string err;  ///< stderr
-};
-
-std::string slurp(const std::string& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Runs `doppler ARGS` in `dir`, capturing stdout and stderr separately.
-result run(const temp_dir& dir, const std::string& args) {
-  std::string cmd = "cd '" + dir.path.string() + "' && '" + cli + "' " + args + " >" + (dir / "_out") + " 2>" + (dir / "_err");
-  int status = std::system(cmd.c_str());
-  result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir / "_out");
-  r.err = slurp(dir / "_err");
-  return r;
-}
+using cli_run::result;
+using cli_run::run;
+using cli_run::slurp;
 
 void write(const std::string& f, const std::string& text) { std::ofstream(f) << text; }
 

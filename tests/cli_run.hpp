@@ -1,0 +1,41 @@
+#pragma once
+// Running the built `doppler` (DOPPLER_CLI_PATH, a compile definition of the CLI tests) from a
+// test: stdout and stderr captured apart, under a 60 s timeout so a hang fails (rc 124).
+#include "temp_dir.hpp"
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace cli_run {
+
+struct result {
+  int rc = -1;
+  std::string out;  ///< stdout
+  std::string err;  ///< stderr
+};
+
+/// The whole file (empty when it cannot be read).
+inline std::string slurp(const std::string& f) {
+  std::ifstream in(f);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Runs `doppler ARGS` in `dir`.
+inline result run(const temp_dir& dir, const std::string& args) {
+  const std::string cmd = "cd '" + dir.path.string() + "' && timeout 60 '" + std::string(DOPPLER_CLI_PATH) + "' " +
+                          args + " >" + (dir / "_out") + " 2>" + (dir / "_err");
+  const int status = std::system(cmd.c_str());
+  result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir / "_out");
+  r.err = slurp(dir / "_err");
+  return r;
+}
+
+}  // namespace cli_run
