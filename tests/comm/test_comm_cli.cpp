@@ -16,7 +16,6 @@
 
 namespace {
 
-
 using cli_run::result;
 using cli_run::run;
 using cli_run::slurp;
