@@ -8,6 +8,7 @@
 #include <doppler/actors/learner.hpp>
 #include <doppler/actors/run_plan.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/sim.hpp>
 
 #include "system_config.hpp"
 
@@ -53,7 +54,9 @@ struct engine::impl {
         throw error(errc::bad_argument, "engine: straggler device index " + std::to_string(d) + " is not in cluster '" +
                                             c->name() + "'");
     if (!opt.stragglers.empty()) kernels = actors::make_straggler_backend(kernels, opt.stragglers);
-    if (opt.streams < 1) throw error(errc::bad_argument, "engine: streams must be >= 1");
+    if (opt.streams < 1 || opt.streams > max_streams)  // each stream is a worker thread per device
+      throw error(errc::bad_argument, "engine: streams must be in [1, " + std::to_string(max_streams) + "], got " +
+                                          std::to_string(opt.streams));
     const auto& t = opt.transfers;
     if (t.mode == "planned") {
       auto known = comm::method_names();

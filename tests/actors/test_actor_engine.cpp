@@ -5,6 +5,7 @@
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/placer.hpp>
+#include <doppler/runtime/sim.hpp>
 #include <doppler/runtime/workloads.hpp>
 
 #include <doctest/doctest.h>
@@ -91,6 +92,19 @@ TEST_CASE("the sharing scheduler computes the same outputs, an unknown scheduler
   auto r = e.run(g, place("random", g, c), run_options{}.with_seed(8).keep_all());
   CHECK(worst_diff(r.outputs, execute_reference(g, 8)) <= 1e-5);
   CHECK_THROWS_AS(engine(c, engine_options{}.with_scheduler("fifo")), doppler::error);
+}
+
+TEST_CASE("streams outside [1, max_streams] are refused before any worker thread starts") {
+  cluster c = make_preset("cpu:2");
+  for (int s : {0, -1, max_streams + 1, 1 << 30}) {
+    CAPTURE(s);
+    CHECK_THROWS_WITH_AS(engine(c, engine_options{}.with_streams(s)), doctest::Contains("streams must be in [1, 256]"),
+                         doppler::error);
+  }
+  graph g = make_workload("ffnn", small_params());
+  engine e(c, engine_options{}.with_streams(max_streams));  // the largest accepted count runs
+  auto r = e.run(g, place("round-robin", g, c), run_options{}.with_seed(3).keep_all());
+  CHECK(worst_diff(r.outputs, execute_reference(g, 3)) <= 1e-5);
 }
 
 TEST_CASE("exits only: outputs of the exits, empty tensors elsewhere") {
