@@ -212,6 +212,7 @@ void add_train(CLI::App& app) {
   cmd->add_option("--config", o->config,
                   "Curriculum (doppler-curriculum/1 JSON, docs/learner.md); flags given explicitly override it");
   cmd->callback([o, cmd] {
+    if (o->out == "-") throw error(errc::bad_argument, "", "--output", "a checkpoint is written to a file, not to stdout");
     check_output_path(o->out, "--output");
     check_output_path(o->csv, "--csv");
     check_output_path(o->svg, "--svg");

@@ -213,6 +213,8 @@ void policy::restore(const std::string& blob) {
 }
 
 void policy::save(const std::string& path) const {
+  // write_file_atomic takes "-" for stdout; a binary checkpoint there would mix with progress lines.
+  if (path == "-") throw error(errc::bad_argument, path, "", "a checkpoint is written to a file, not to stdout");
   std::ostringstream blob;
   try {
     torch::serialize::OutputArchive ar, net_ar, adam_ar;

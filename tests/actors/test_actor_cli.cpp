@@ -431,6 +431,7 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
       {"--csv " + (t / "missing/c.csv") + ok, "--csv"},
       {"--best " + (t / "missing/b.json") + ok, "--best"},
       {"-o " + t.path.string(), "is a directory"},
+      {"-o -", "not to stdout"},
   };
   for (const auto& [flags, expected] : cases) {
     CAPTURE(flags);

@@ -164,6 +164,7 @@ TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler 
   CHECK(std::filesystem::is_symlink(link));
   CHECK(policy::load(path).place(pb).device == other.place(pb).device);
   std::filesystem::remove(link);
+  CHECK_THROWS_WITH_AS(other.save("-"), doctest::Contains("not to stdout"), error);
   std::filesystem::remove(path);
 
   // Garbage and a truncated checkpoint: one line naming the file, without LibTorch's backtrace.
