@@ -152,6 +152,22 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
                            ol.runs(), ol.explored(), ol.best_makespan(), final_sim);
 }
 
+/// Returns f(). A run that passed --timeout may leave a kernel running on a device, and kernels cannot
+/// be cancelled: destroying the engine would wait for it, so such a failure is reported as main()
+/// reports errors and the process ends at once, without unwinding to the engine's destructor.
+template <class F>
+decltype(auto) exit_at_timeout(F&& f) {
+  try {
+    return f();
+  } catch (const run_failure& x) {
+    if (!x.timed_out()) throw;
+    std::cout.flush();
+    std::cerr << "doppler: error: " << x.what() << " (exiting without waiting for kernels still running)\n";
+    std::cerr.flush();
+    std::_Exit(1);
+  }
+}
+
 void run_command(const run_flags& f) {
   if (f.repeat < 1) throw error(errc::bad_argument, "", "--repeat", "must be at least 1");
   if (f.warmup < 0) throw error(errc::bad_argument, "", "--warmup", "must be at least 0");
@@ -243,16 +259,17 @@ void run_command(const run_flags& f) {
           comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes));
     simulated = simulate(*g, c, p, cm, so).makespan;
   }
-  if (f.warmup > 0) e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false));
+  if (f.warmup > 0) exit_at_timeout([&] { return e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false)); });
   if (f.online) {
-    online_command(f, e, *lc_actor, g, cm, ro);
+    exit_at_timeout([&] { online_command(f, e, *lc_actor, g, cm, ro); });
     if (!f.save_policy.empty()) {
       lc_actor->save(f.save_policy);
       if (!f.json) std::cout << "wrote learner state " << f.save_policy << "\n";
     }
     return;
   }
-  auto r = e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty()));
+  auto r = exit_at_timeout(
+      [&] { return e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty())); });
 
   auto ms = r.makespans();
   double m = mean(ms), sd = stddev(ms);
@@ -311,7 +328,7 @@ void add_run_commands(CLI::App& app) {
                                          "null (no work), cuda (this machine's GPU, each device a virtual device on "
                                          "it; host-staged tensors)")->capture_default_str();
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
-  cmd->add_option("--timeout", f->timeout, "Seconds before a run fails")->capture_default_str();
+  cmd->add_option("--timeout", f->timeout, "Seconds before a run fails (the process then exits at once: a kernel still running is abandoned, not waited for)")->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
   cmd->add_option("--scheduler", f->scheduler, "CAF scheduler: stealing or sharing")->capture_default_str();
   cmd->add_option("--transfers", f->transfers,

@@ -414,6 +414,7 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         const auto& p = *st.plan;
         auto victim = running_op(st, any_device);
         auto ms = std::to_string(p.timeout.count());
+        st.report.timed_out = true;
         if (!victim) {
           st.report.ok = false;
           st.report.failure = "run timed out after " + ms + " ms waiting on transfers";
@@ -439,6 +440,7 @@ run_report execute_plan(caf::actor_system& sys, std::shared_ptr<const run_plan> 
       .receive([&](run_report& r) { out = std::move(r); },
                [&](caf::error& err) {
                  out.ok = false;
+                 out.timed_out = true;  // not even the run's own timeout (+30 s grace) got an answer
                  out.failure = "dispatcher did not answer: " + sys.render(err);
                });
   return out;

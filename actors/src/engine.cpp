@@ -252,7 +252,8 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
       bool names_op = rep.failure.rfind("op '", 0) == 0;
       bool names_device = names_op || rep.failure.rfind("device ", 0) == 0;
       throw run_failure(rep.failure, names_op ? std::optional<op_index>(rep.failed_op) : std::nullopt,
-                        names_device ? std::optional<device_index>(rep.failed_device) : std::nullopt);
+                        names_device ? std::optional<device_index>(rep.failed_device) : std::nullopt,
+                        rep.timed_out);
     }
     sim_result s;
     s.makespan = rep.makespan;

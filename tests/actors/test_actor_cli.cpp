@@ -82,6 +82,21 @@ TEST_CASE("doppler run: a placement file is used as given and bad input fails na
   }
 }
 
+TEST_CASE("doppler run --timeout: the run fails naming the op, and the process does not wait for the kernel") {
+  temp_dir t;
+  // Three chained 3072^3 matmuls on one device: seconds of kernels, each uninterruptible.
+  REQUIRE(sh(cli + " workload chainmm --dim 3072 --shards 1 --matrices 4 -q -o " + (t / "g.json")).code == 0);
+  auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:1 --warmup 0 --timeout 0.05");
+  CAPTURE(r.out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("timed out after 50 ms") != std::string::npos);
+  CHECK(r.out.find("op '") != std::string::npos);
+  // The engine was not destroyed (its destructor would wait for the running kernel): main's
+  // exit path was not taken, this one was.
+  CHECK(r.out.find("exiting without waiting for kernels still running") != std::string::npos);
+  CHECK(r.out.find("measured makespan") == std::string::npos);
+}
+
 TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
   temp_dir t;
   REQUIRE(sh(cli + " workload chainmm --dim 32 -o " + (t / "g.json")).code == 0);

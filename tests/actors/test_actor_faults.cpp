@@ -76,6 +76,7 @@ TEST_CASE("a kernel that throws ends the run naming the op and the device") {
     CHECK(what.find("'" + g[victim].id + "'") != std::string::npos);
     CHECK(what.find(c[p.device[victim]].id) != std::string::npos);
     CHECK(what.find("injected kernel fault") != std::string::npos);
+    CHECK_FALSE(f.timed_out());  // a fault, not the clock
     REQUIRE(f.op().has_value());
     CHECK(*f.op() == victim);
     CHECK(*f.device() == p.device[victim]);
@@ -138,6 +139,7 @@ TEST_CASE("a run past its timeout fails naming the unfinished op, in bounded tim
     what = f.what();
     REQUIRE(f.op().has_value());
     CHECK(*f.op() == victim);
+    CHECK(f.timed_out());
   }
   MESSAGE(what);
   CHECK(what.find("timed out") != std::string::npos);

@@ -307,6 +307,7 @@ TEST_CASE("a device that never answers: the timeout ends the run naming the op")
   CHECK(rep.failure.find("op 'y'") == 0);
   CHECK(rep.failure.find("cpu1") != std::string::npos);
   CHECK(rep.failure.find("timed out") != std::string::npos);
+  CHECK(rep.timed_out);
   for (auto& d : devs) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
   f.sched->run();
 }

@@ -72,6 +72,7 @@ TEST_CASE("completion messages and the run report") {
   r.outputs.push_back(op_output{9, make_tensor()});
   auto rb = f.round_trip(r);
   CHECK(rb.ok);
+  CHECK_FALSE(rb.timed_out);
   CHECK(rb.makespan == 0.25);
   CHECK(rb.busy == r.busy);
   REQUIRE(rb.events.size() == 1);
@@ -79,6 +80,16 @@ TEST_CASE("completion messages and the run report") {
   CHECK(rb.events[0].dst == 2);
   REQUIRE(rb.outputs.size() == 1);
   CHECK(bitwise_equal(*rb.outputs[0].value.ptr, *r.outputs[0].value.ptr));
+  run_report late;
+  late.failure = "op 'y' (index 1) on device cpu1: run timed out after 5 ms with this op unfinished";
+  late.failed_op = 1;
+  late.timed_out = true;
+  late.makespan = 0.5;
+  auto lb = f.round_trip(late);
+  CHECK_FALSE(lb.ok);
+  CHECK(lb.timed_out);
+  CHECK(lb.failed_op == 1);
+  CHECK(lb.makespan == 0.5);  // the field after timed_out still lands in its place
 }
 
 TEST_CASE("a whole message: registered types are found by name") {

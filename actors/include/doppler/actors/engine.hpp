@@ -120,14 +120,19 @@ struct run_result {
 /// A run that did not complete: a kernel threw, a device actor died, or the timeout fired.
 class run_failure : public std::runtime_error {
  public:
-  run_failure(std::string what, std::optional<op_index> op, std::optional<device_index> device)
-      : std::runtime_error(std::move(what)), op_(op), device_(device) {}
+  run_failure(std::string what, std::optional<op_index> op, std::optional<device_index> device,
+              bool timed_out = false)
+      : std::runtime_error(std::move(what)), op_(op), device_(device), timed_out_(timed_out) {}
   std::optional<op_index> op() const noexcept { return op_; }
   std::optional<device_index> device() const noexcept { return device_; }
+  /// The run passed its timeout. A kernel may still be running on a device: kernels cannot be
+  /// cancelled, so destroying the engine waits for it (a CLI that is about to exit need not).
+  bool timed_out() const noexcept { return timed_out_; }
 
  private:
   std::optional<op_index> op_;
   std::optional<device_index> device_;
+  bool timed_out_ = false;
 };
 
 /// Where and how a `worker` serves its devices.

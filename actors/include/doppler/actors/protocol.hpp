@@ -169,6 +169,7 @@ struct run_report {
   std::string failure;            ///< empty when ok: "op 'h' (index 7) on device cpu1: <reason>"
   std::uint32_t failed_op = 0;    ///< meaningful when !ok and failure names an op
   std::uint32_t failed_device = 0;
+  bool timed_out = false;         ///< the run failed because it passed its timeout
   double makespan = 0;                  ///< seconds, first dispatch → last completion
   std::vector<double> busy;             ///< per device: seconds with ≥ 1 op running
   /// Bytes as the graph sizes each tensor (op::bytes; what the simulator counts): per directed link
@@ -373,7 +374,7 @@ typename Inspector::result_type inspect(Inspector& f, op_output& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_report& x) {
   return f(caf::meta::type_name("run_report"), x.ok, x.failure, x.failed_op, x.failed_device,
-           x.makespan, x.busy, x.link_bytes, x.bytes_moved, x.transfers, x.events, x.outputs);
+           x.timed_out, x.makespan, x.busy, x.link_bytes, x.bytes_moved, x.transfers, x.events, x.outputs);
 }
 
 }  // namespace doppler::actors
