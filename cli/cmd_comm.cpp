@@ -337,7 +337,13 @@ void add_compare_comm(CLI::App& app) {
         csv += m + ",,,,,,,,,,," + why + "\n";
       }
     }
-    if (d.jobs.size() > 1 && !rows.empty()) {
+    // A method that does not apply is a row of the table; none applying is an error (exit non-zero).
+    if (rows.empty()) {
+      if (!o->csv.empty()) write_file_atomic(o->csv, csv);
+      throw error(errc::infeasible, "", "--methods",
+                  "none of " + o->methods + " could plan " + d.name + " on " + c.name() + " (reasons above)");
+    }
+    if (d.jobs.size() > 1) {
       // Several tenants: the first method jointly vs each job alone vs first-come-first-served.
       comm::plan_options p = base;
       p.with_method(rows.front().first);

@@ -57,6 +57,21 @@ TEST_CASE("comm cli: --root defaults to the cluster's first device and applies o
   refused(d, "compare-comm --cluster cpu:4 --collective alltoall --root cpu1", {"--root"});
 }
 
+TEST_CASE("comm cli: compare-comm shows a method that does not apply as a row, and fails when none applies") {
+  temp_dir d;
+  // ring plans allgather only: with direct next to it the alltoall table has both rows and exits 0.
+  result r = run(d, "compare-comm --cluster p100x4 --collective alltoall --methods ring,direct --csv some.csv");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("ring     bad argument") != std::string::npos);
+  std::string csv = slurp(d / "some.csv");
+  CHECK(csv.find("\nring,,") != std::string::npos);
+  CHECK(csv.find("\ndirect,1,") != std::string::npos);
+  // ring alone: nothing was planned, so the command fails, naming the methods; the CSV still says why.
+  refused(d, "compare-comm --cluster p100x4 --collective alltoall --methods ring --csv none.csv",
+          {"--methods", "none of ring", "alltoall"});
+  CHECK(slurp(d / "none.csv").find("ring,,,,,,,,,,,bad argument: the ring method plans allgather") != std::string::npos);
+}
+
 TEST_CASE("comm cli: --tau and --chunk-bytes that would make an unbounded problem are refused") {
   temp_dir d;
   refused(d, "plan-comm --cluster p100x4 --tau 1e-300 --method greedy", {"--tau", "too short", "16384"});
