@@ -73,8 +73,9 @@ sim_result simulate(const graph& g, const cluster& c, const placement& p, const 
   sim_result r = opt.model == sim_model::simple ? detail::simulate_simple(g, c, p, in, opt)
                                                 : detail::simulate_wc(g, c, p, in, opt);
   if (!std::isfinite(r.makespan))
-    throw error(errc::bad_value, fmt::format("the simulated makespan is not finite ({} s): a transfer takes "
-                                             "forever (check the cluster's link bandwidths and latencies)",
+    throw error(errc::bad_value, fmt::format("the simulated makespan is not finite ({} s): ops and transfers in "
+                                             "sequence take longer than a double can hold (check the graph's FLOPs "
+                                             "and the cluster's speeds, bandwidths and latencies)",
                                              r.makespan));
   return r;
 }

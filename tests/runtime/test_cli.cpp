@@ -362,29 +362,57 @@ TEST_CASE("cli: validate checks placements, costs, demands and schedules, and sa
 TEST_CASE("cli: non-finite times, unknown commands, compare --methods none, calibrate on a gpu cluster, info overflow") {
   temp_dir d;
   write(d / "tiny.json", tiny_graph);
+  // An absurd device speed (1e-300 FLOP/s) is refused when the cluster is read (cluster_limits).
   write(d / "tinyflops.json",
         R"({"format": "doppler-cluster/1", "name": "tf", "devices": [{"id": "d0", "kind": "gpu", "flops": 1e-300,)"
         R"( "memory": 1e10, "host": "h"}, {"id": "d1", "kind": "gpu", "flops": 1e-300, "memory": 1e10, "host": "h"}],)"
         R"( "links": [{"src": "d0", "dst": "d1", "bandwidth": 1e10, "latency": 1e-6, "duplex": true}]})");
-  for (std::string m : {"cp", "heft", "m-etf", "metis", "search", "single", "round-robin", "random"}) {
-    CAPTURE(m);
-    auto r = run(d, "place --graph tiny.json --cluster tinyflops.json -o - --method " + m);
+  for (std::string cmd : {"place --method cp -o -", "simulate --json"}) {
+    auto r = run(d, cmd + " --graph tiny.json --cluster tinyflops.json");
     CHECK(r.rc == 2);
     CHECK(r.out.empty());
-    CHECK(r.err.find("not a finite time") != std::string::npos);
-    CHECK(r.err.find("'s'") != std::string::npos);
+    CHECK(r.err.find("tinyflops.json") != std::string::npos);
+    CHECK(r.err.find("devices[0].flops") != std::string::npos);
     CHECK(clean_one_line(r.err));
   }
-  auto r = run(d, "simulate --graph tiny.json --cluster tinyflops.json --json");
+  // The slowest accepted device (1 FLOP/s) and ops of 1e308 FLOPs: each op's time is finite, their
+  // chain is not. Every placer says so, naming the op, and nothing is written.
+  write(d / "slow.json",
+        R"({"format": "doppler-cluster/1", "name": "slow", "devices": [{"id": "d0", "kind": "gpu", "flops": 1,)"
+        R"( "memory": 1e10, "host": "h"}, {"id": "d1", "kind": "gpu", "flops": 1, "memory": 1e10, "host": "h"}],)"
+        R"( "links": [{"src": "d0", "dst": "d1", "bandwidth": 1e10, "latency": 1e-6, "duplex": true}]})");
+  write(d / "chain.json", R"({"format": "doppler-graph/1", "name": "h", "ops": [{"id": "a", "kind": "synthetic",)"
+                          R"( "flops": 1e308, "bytes": 8}, {"id": "b", "kind": "synthetic", "inputs": ["a"],)"
+                          R"( "flops": 1e308, "bytes": 8}]})");
+  for (std::string m : {"cp", "heft", "m-etf", "metis", "search", "single", "round-robin", "random"}) {
+    CAPTURE(m);
+    auto r = run(d, "place --graph chain.json --cluster slow.json -o - --method " + m);
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("takes longer than a double can hold") != std::string::npos);
+    CHECK(r.err.find("'a'") != std::string::npos);
+    CHECK(clean_one_line(r.err));
+  }
+  // A placement given as a file: the simulator's own checks. a on d0, b on d1.
+  write(d / "ab.json", R"({"format": "doppler-placement/1", "graph": "h", "cluster": "slow", "method": "file",)"
+                       R"( "assignment": {"a": "d0", "b": "d1"}})");
+  auto r = run(d, "simulate --graph chain.json --cluster slow.json --placement ab.json --json");
   CHECK(r.rc == 2);
   CHECK(r.out.empty());
+  CHECK(r.err.find("makespan is not finite") != std::string::npos);
+  CHECK(clean_one_line(r.err));
+  // A straggler factor makes one op's own time infinite: named with its device.
+  r = run(d, "simulate --graph chain.json --cluster slow.json --placement ab.json --straggler d0:10 --json");
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("op 'a' would take inf s on device 'd0'") != std::string::npos);
   CHECK(r.err.find("not a finite time") != std::string::npos);
   if (has_run_command(d)) {
-    r = run(d, "run --graph tiny.json --cluster tinyflops.json --backend emulate --method single --timeout 5 "
+    r = run(d, "run --graph chain.json --cluster slow.json --backend emulate --placement ab.json --timeout 5 "
                "--repeat 1 --warmup 0");
     CHECK(r.rc == 2);
     CHECK(r.out.find("inf") == std::string::npos);
-    CHECK(r.err.find("d0") != std::string::npos);
+    CHECK(r.err.find("not finite") != std::string::npos);
     r = run(d, "calibrate --cluster p100x4");
     CHECK(r.rc == 2);
     CHECK(r.err.find("cpu:N") != std::string::npos);

@@ -274,11 +274,11 @@ TEST_CASE("save and load give back every preset field by field") {
     CHECK(to_json_text(back) == to_json_text(c));
     check_same(c, load_cluster_or_preset(file));
   }
-  // Awkward doubles survive exactly.
+  // Awkward doubles (within cluster_limits) survive exactly.
   cluster odd("odd",
-              {{"x", device_kind::cpu, 0.1 + 0.2, 1.0 / 3, "h"},
-               {"y", device_kind::gpu, 6.02214076e23, 4.9e-324, ""}},
-              {}, {{"x", "y", 1.0 / 7, 5e-324, false}, {"y", "x", 123456789.123456789, 0, false}});
+              {{"x", device_kind::cpu, (0.1 + 0.2) * 1e10, 1e9 / 3, "h"},
+               {"y", device_kind::gpu, 6.02214076e20, 1.0000000000000002, ""}},
+              {}, {{"x", "y", 1e10 / 7, 5e-324, false}, {"y", "x", 123456789.123456789, 0, false}});
   check_same(odd, parse_cluster(to_json_text(odd)));
   fs::remove_all(dir);
 }
@@ -350,6 +350,23 @@ TEST_CASE("bad cluster files are rejected with the JSON path and the reason") {
   expect_bad(with_links(R"({"src": "a", "dst": "b", "bandwidth": 1, "duplex": "yes"})"), errc::bad_type,
              "links[0].duplex");
   expect_bad(with_links(R"([])"), errc::bad_type, "links[0]");
+  // Finite but absurd numbers (typos, unit mix-ups) are refused by cluster_limits, naming the range.
+  expect_bad(doc(R"({"id": "a", "kind": "gpu", "flops": 1e-200, "memory": 1})"), errc::bad_value,
+             "devices[0].flops");
+  expect_bad(doc(R"({"id": "a", "kind": "gpu", "flops": 1e300, "memory": 1})"), errc::bad_value,
+             "devices[0].flops");
+  expect_bad(doc(R"({"id": "a", "kind": "gpu", "flops": 1, "memory": 1e-9})"), errc::bad_value,
+             "devices[0].memory");
+  expect_bad(with_links(R"({"src": "a", "dst": "b", "bandwidth": 1e-30, "duplex": true})"), errc::bad_value,
+             "links[0].bandwidth");
+  expect_bad(with_links(R"({"src": "a", "dst": "b", "bandwidth": 1e20, "duplex": true})"), errc::bad_value,
+             "links[0].bandwidth");
+  expect_bad(with_links(R"({"src": "a", "dst": "b", "bandwidth": 1, "latency": 1e6, "duplex": true})"),
+             errc::bad_value, "links[0].latency");
+  expect_error([] { parse_cluster(doc(R"({"id": "a", "kind": "gpu", "flops": 1e-200, "memory": 1})")); },
+               errc::bad_value, "between 1 and 1e+21 FLOP/s, got 1e-200");
+  // The limits themselves are accepted (the test clusters above use flops 1 and memory 1).
+  CHECK_NOTHROW(parse_cluster(doc(R"({"id": "a", "kind": "gpu", "flops": 1e21, "memory": 1e18})")));
   const std::string huge = with_links(R"({"src": "a", "dst": "b", "bandwidth": 1, "latency": 1e999})");
   expect_error([&] { parse_cluster(huge, "bad.json"); }, errc::bad_json, "bad.json");
   // Two islands, and a one-way link: unreachable pairs named by their devices.

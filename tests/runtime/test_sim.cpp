@@ -435,13 +435,15 @@ TEST_CASE("simulate range-checks streams and jitter") {
 }
 
 TEST_CASE("an op or transfer that would take forever is an error naming the op and device") {
-  auto g = make_graph({syn("a", {}, 1e9, 8), syn("slow-op", {"a"}, 1e9, 8)});
-  std::vector<device> ds{{"fast", device_kind::gpu, 1e12, 1e12, "h"}, {"tiny", device_kind::gpu, 1e-300, 1e12, "h"}};
+  // The slowest device a cluster accepts (1 FLOP/s, cluster_limits), slowed down 10x: 1e308 FLOPs
+  // take 1e309 s = inf.
+  auto g = make_graph({syn("a", {}, 1e9, 8), syn("slow-op", {"a"}, 1e308, 8)});
+  std::vector<device> ds{{"fast", device_kind::gpu, 1e12, 1e12, "h"}, {"tiny", device_kind::gpu, 1, 1e12, "h"}};
   cluster c("tiny-flops", ds, {}, {{"fast", "tiny", 1e10, 0, true}});
   auto p = place(g, {{"a", 0}, {"slow-op", 1}});
   for (auto model : {sim_model::wc, sim_model::simple}) {
     try {
-      simulate(g, c, p, cm, sim_options{}.with_model(model));
+      simulate(g, c, p, cm, sim_options{}.with_model(model).with_straggler(1, 10));
       FAIL("expected an error");
     } catch (const error& e) {
       CHECK(e.code() == errc::bad_value);
@@ -450,9 +452,10 @@ TEST_CASE("an op or transfer that would take forever is an error naming the op a
     }
   }
   cluster slow_link("slow-link", {{"d0", device_kind::gpu, 1e12, 1e12, "h"}, {"d1", device_kind::gpu, 1e12, 1e12, "h"}},
-                    {}, {{"d0", "d1", 1e-300, 0, true}});
-  auto big = make_graph({syn("a", {}, 1e9, 1e10), syn("b", {"a"}, 1e9, 8)});  // 1e10 B at 1e-300 B/s: inf
-  CHECK_THROWS_AS(simulate(big, slow_link, place(big, {{"a", 0}, {"b", 1}}), cm), error);
+                    {}, {{"d0", "d1", 1, 0, true}});
+  // 1e308 B at 1 B/s there, and again back: each transfer's time is finite, their sum is not.
+  auto big = make_graph({syn("a", {}, 1e9, 1e308), syn("b", {"a"}, 1e9, 1e308), syn("c", {"b"}, 1e9, 8)});
+  CHECK_THROWS_AS(simulate(big, slow_link, place(big, {{"a", 0}, {"b", 1}, {"c", 0}}), cm), error);
 }
 
 TEST_CASE("chrome trace: one process per device and link, ops and transfers as complete events") {

@@ -21,6 +21,16 @@ using device_index = std::uint32_t;
 using node_index = std::uint32_t;
 using link_index = std::uint32_t;
 
+/// The numbers a cluster accepts (the constructor refuses others, naming the field): far outside any
+/// real hardware on both sides, so only typos and unit mix-ups are refused — they would otherwise give
+/// times of 1e200 s, or below the simulator's resolution, that look like results.
+namespace cluster_limits {
+inline constexpr double min_flops = 1, max_flops = 1e21;         ///< FLOP/s per device
+inline constexpr double max_memory = 1e18;                        ///< bytes per device (≥ 1)
+inline constexpr double min_bandwidth = 1, max_bandwidth = 1e16;  ///< bytes/s per link
+inline constexpr double max_latency = 1e3;                        ///< seconds per link (≥ 0)
+}  // namespace cluster_limits
+
 struct device {
   std::string id;
   device_kind kind = device_kind::gpu;
@@ -57,9 +67,9 @@ struct route {
 /// An immutable, validated cluster.
 class cluster {
  public:
-  /// Validates and builds: non-empty unique ids across devices and switches, known kinds, positive
-  /// finite flops/memory/bandwidth, finite latency ≥ 0, link ends that exist, and every device pair
-  /// reachable. Errors name the JSON path (`links[3].dst`).
+  /// Validates and builds: non-empty unique ids across devices and switches, known kinds,
+  /// flops/memory/bandwidth/latency finite and within cluster_limits, link ends that exist, and every
+  /// device pair reachable. Errors name the JSON path (`links[3].dst`).
   cluster(std::string name, std::vector<device> devices, std::vector<std::string> switches,
           std::vector<link_spec> links);
   cluster() = default;
