@@ -62,8 +62,14 @@ struct builder {
         if (int k = dgx1v_links[i][j])
           link(devices[first + i].id, devices[first + j].id, k * v100_nvlink, nvlink_latency);
   }
+  /// Errors name the preset where a file would be named (`cpu:2:flops=0.5: devices[0].flops: ...`).
   cluster build(std::string_view name) {
-    return cluster(std::string(name), std::move(devices), std::move(switches), std::move(links));
+    try {
+      return cluster(std::string(name), std::move(devices), std::move(switches), std::move(links));
+    } catch (const error& e) {
+      if (!e.file().empty()) throw;
+      throw e.with_file(std::string(name));
+    }
   }
 };
 

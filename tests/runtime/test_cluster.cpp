@@ -411,6 +411,9 @@ TEST_CASE("bad preset names list the valid presets") {
     expect_error([&] { make_preset(name); }, errc::bad_argument, "valid presets: p100x4, dgx1-v100");
   }
   expect_error([] { make_preset("foo"); }, errc::unknown_kind, "doppler-paper:N");
+  // Numbers a cpu:N option parses but the cluster refuses (cluster_limits): named with the preset.
+  expect_error([] { make_preset("cpu:2:flops=0.5"); }, errc::bad_value, "cpu:2:flops=0.5: devices[0].flops");
+  expect_error([] { make_preset("cpu:2:bw=1e20"); }, errc::bad_value, "cpu:2:bw=1e20: links[0].bandwidth");
   expect_error([] { make_preset(""); }, errc::unknown_kind, "valid presets");
   expect_error([] { load_cluster_or_preset("foo"); }, errc::unknown_kind, "valid presets");
   expect_error([] { load_cluster_or_preset("nowhere/c.json"); }, errc::io, "nowhere/c.json");
