@@ -46,12 +46,6 @@ std::string num(double v) {
   return buf;
 }
 
-void check_positive(double v, const char* array, std::size_t i, const char* field) {
-  if (!std::isfinite(v)) fail(errc::bad_value, path_of(array, i, field), "must be finite");
-  if (!(v > 0))
-    fail(errc::bad_value, path_of(array, i, field), "must be positive, got " + num(v));
-}
-
 /// A finite value within [lo, hi] (`unit` names it in the message; cluster_limits).
 void check_within(double v, double lo, double hi, const char* unit, const char* array, std::size_t i,
                   const char* field) {
@@ -107,9 +101,7 @@ cluster::cluster(std::string name, std::vector<device> devices, std::vector<std:
                   "\"" + d.id + "\" is already the id of devices[" + std::to_string(it->second) + "]");
     if (d.kind != device_kind::gpu && d.kind != device_kind::cpu)
       fail(errc::unknown_kind, path_of("devices", i, "kind"), "unknown device kind");
-    check_positive(d.flops, "devices", i, "flops");
     check_within(d.flops, cluster_limits::min_flops, cluster_limits::max_flops, "FLOP/s", "devices", i, "flops");
-    check_positive(d.memory, "devices", i, "memory");
     check_within(d.memory, 1, cluster_limits::max_memory, "bytes", "devices", i, "memory");
   }
   const auto device_count = static_cast<node_index>(devices_.size());
@@ -140,13 +132,8 @@ cluster::cluster(std::string name, std::vector<device> devices, std::vector<std:
     node_index dst = node_of(s.dst, i, "dst");
     if (src == dst)
       fail(errc::bad_value, path_of("links", i, "dst"), "a link from \"" + s.src + "\" to itself");
-    check_positive(s.bandwidth, "links", i, "bandwidth");
     check_within(s.bandwidth, cluster_limits::min_bandwidth, cluster_limits::max_bandwidth, "B/s", "links", i,
                  "bandwidth");
-    if (!std::isfinite(s.latency))
-      fail(errc::bad_value, path_of("links", i, "latency"), "must be finite");
-    if (s.latency < 0)
-      fail(errc::bad_value, path_of("links", i, "latency"), "must be >= 0, got " + num(s.latency));
     check_within(s.latency, 0, cluster_limits::max_latency, "s", "links", i, "latency");
     auto spec = static_cast<std::uint32_t>(i);
     links_.push_back({src, dst, s.bandwidth, s.latency, spec});
