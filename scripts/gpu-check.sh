@@ -33,7 +33,9 @@ say ""
 t0=$SECONDS
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDOPPLER_WITH_CUDA=ON \
   -DDOPPLER_BUILD_BENCHMARKS=OFF >"$REPORT_DIR/configure.log" 2>&1 || { say "configure FAILED (see configure.log)"; exit 1; }
-cmake --build "$BUILD" -j "$JOBS" --target doppler_cuda test_cuda_backend test_cuda_gpu test_cuda_runner cuda_llama_block \
+cuda_tests=(test_cuda_backend test_cuda_runner test_cuda_gpu)
+grep -q 'actors=ON' "$REPORT_DIR/configure.log" && cuda_tests+=(test_cuda_actors)  # the actor engine on the GPU
+cmake --build "$BUILD" -j "$JOBS" --target doppler_cuda "${cuda_tests[@]}" cuda_llama_block \
   >"$REPORT_DIR/build.log" 2>&1 || { say "build FAILED (see build.log)"; tail -30 "$REPORT_DIR/build.log"; exit 1; }
 say "Build of the CUDA targets: $((SECONDS - t0)) s with $JOBS jobs."
 say ""
@@ -44,7 +46,7 @@ say ""
 say "| suite | result | skipped GPU cases |"
 say "|---|---|---|"
 status=0
-for t in test_cuda_backend test_cuda_runner test_cuda_gpu; do
+for t in "${cuda_tests[@]}"; do
   log="$REPORT_DIR/$t.log"
   timeout $(( $(left) > 60 ? 240 : 60 )) "$BUILD/tests/$t" -s >"$log" 2>&1
   rc=$?

@@ -26,8 +26,6 @@ std::int64_t now_ns() {
       .count();
 }
 
-std::uint64_t held_bytes(const tensor& t) { return t.numel() * sizeof(float); }
-
 /// An empty tensor that lives as long as the process (never freed), referenced by a shared_ptr that
 /// owns nothing (the aliasing constructor with an empty owner): its copies are plain pointer copies.
 std::shared_ptr<const tensor> immortal_empty() {
@@ -61,6 +59,7 @@ struct device_state {
   std::vector<kernel_done_msg> taken;  // the batch being handled (reused)
   std::unique_ptr<worker_pool> streams;  // kernels
   std::unique_ptr<worker_pool> copier;   // received tensors → own buffers
+  bool resident = false;                 // the backend keeps outputs in device memory (backend.hpp)
 
   // ---- the current run ----
   std::shared_ptr<const run_plan> plan;
@@ -73,7 +72,7 @@ struct device_state {
   std::uint32_t base = 0;    // this device's first entry in the slot tables
   std::uint32_t home_n = 0;  // this device's home slots
   const slot_tables::home_op* recs = nullptr;  // recs[home slot]: that op's record
-  std::vector<std::shared_ptr<const tensor>> buf;  // buf[slot]: that op's output held on this device
+  std::vector<tensor_ref> buf;     // buf[slot]: that op's output held on this device (host or device memory)
   std::vector<std::uint32_t> refs;                 // uses left before buf[slot] can go
   std::uint64_t bytes = 0;
   std::vector<op_done_msg> done;  // completions not yet reported
@@ -117,7 +116,7 @@ struct device_state {
     return plan->keep == keep_outputs::all ? s < home_n : sl->slot_exit[base + s] != 0;
   }
   /// Slot s holds an output.
-  bool holds(std::uint32_t s) const { return s < buf.size() && buf[s]; }
+  bool holds(std::uint32_t s) const { return s < buf.size() && static_cast<bool>(buf[s]); }
   /// Op i's slot on this device (UINT32_MAX: none — neither placed here nor sent here).
   std::uint32_t slot_of(op_index i) const { return plan->slot_on(i, opt.index); }
   /// The index e into run_plan::remote_dest of op i's output coming to this device, or UINT32_MAX.
@@ -126,16 +125,16 @@ struct device_state {
       if (plan->remote_dest[e] == opt.index) return e;
     return UINT32_MAX;
   }
-  void store(std::uint32_t s, std::shared_ptr<const tensor> t, std::uint32_t uses) {
+  void store(std::uint32_t s, tensor_ref t, std::uint32_t uses) {
     if (s >= buf.size() || (uses == 0 && !keeps(s))) return;
-    bytes += held_bytes(*t);
+    bytes += t.bytes();
     buf[s] = std::move(t);
     refs[s] = uses;
   }
   void release_use(std::uint32_t s) {
     if (s < refs.size() && refs[s] > 0 && --refs[s] == 0 && buf[s] && !keeps(s)) {
-      bytes -= held_bytes(*buf[s]);
-      buf[s].reset();
+      bytes -= buf[s].bytes();
+      buf[s] = {};
     }
   }
   void clear() {
@@ -185,8 +184,7 @@ void release_remote_successors(device_pointer self, std::uint32_t e) {
 
 /// Output of the kernel of home slot hs, finished: keep it while local consumers or transfers need it.
 /// With device release the output also goes to the consuming devices and releases the local consumers.
-void on_kernel_done(device_pointer self, std::uint32_t hs, std::int64_t start, std::int64_t end,
-                    std::shared_ptr<const tensor> out) {
+void on_kernel_done(device_pointer self, std::uint32_t hs, std::int64_t start, std::int64_t end, tensor_ref out) {
   auto& st = self->state;
   const auto& r = st.recs[hs];
   if (out) st.store(hs, std::move(out), r.uses);
@@ -279,7 +277,7 @@ void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
     // The per-op path of no-op kernels: no argument vector, no shared_ptr copies; the inputs' uses are
     // released once the kernel has returned (it reads them through plain pointers).
     st.ptrs.clear();
-    for (std::uint32_t k = 0; k < r.n_in; ++k) st.ptrs.push_back(st.buf[in[k]].get());
+    for (std::uint32_t k = 0; k < r.n_in; ++k) st.ptrs.push_back(st.buf[in[k]].ptr.get());
     if (st.group_n == 0) {  // opens a group
       st.group_t0 = clock != 0 ? clock : now_ns();
       st.group_first = st.done.size();
@@ -289,7 +287,7 @@ void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
       tensor out = st.opt.kernels->execute_on(st.opt.index, *plan.g, i, st.ptrs, plan.seed);
       release_inputs();
       // start / end: set when the group closes (its op_done entry is the group's next one in `done`)
-      on_kernel_done(self, hs, 0, 0, out.empty() ? st.empty : std::make_shared<const tensor>(std::move(out)));
+      on_kernel_done(self, hs, 0, 0, tensor_ref{out.empty() ? st.empty : std::make_shared<const tensor>(std::move(out)), nullptr});
       if (++st.group_n == device_state::clock_group) clock = close_group(st);
     } catch (const std::exception& e) {
       if (st.group_n != 0) close_group(st);
@@ -298,22 +296,33 @@ void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
     }
     return;
   }
-  std::vector<std::shared_ptr<const tensor>> args;
+  std::vector<tensor_ref> args;
   args.reserve(r.n_in);
   for (std::uint32_t k = 0; k < r.n_in; ++k) args.push_back(st.buf[in[k]]);
   release_inputs();
   device_actor me = self;
   st.streams->post(plan.rank[i], [me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
-                    dev = st.opt.index, box = st.box, empty = st.empty] {
-    std::vector<const tensor*> ptrs;
-    ptrs.reserve(args.size());
-    for (auto& a : args) ptrs.push_back(a.get());
-    auto start = now_ns();
+                    dev = st.opt.index, box = st.box, empty = st.empty, resident = st.resident] {
     try {
-      tensor t = kernels->execute_on(dev, *plan->g, i, ptrs, plan->seed);
-      auto end = now_ns();
-      auto out = t.empty() ? empty : std::make_shared<const tensor>(std::move(t));
-      if (box->put(kernel_done_msg{plan->run, i, start, end, tensor_ref{std::move(out)}}))
+      std::int64_t start = 0, end = 0;
+      tensor_ref out;
+      if (resident) {  // the inputs and the output stay in the device's memory
+        std::vector<const tensor_ref*> refs;
+        refs.reserve(args.size());
+        for (auto& a : args) refs.push_back(&a);
+        start = now_ns();
+        out = kernels->execute_held(dev, *plan->g, i, refs, plan->seed);
+        end = now_ns();
+      } else {
+        std::vector<const tensor*> ptrs;
+        ptrs.reserve(args.size());
+        for (auto& a : args) ptrs.push_back(a.ptr.get());
+        start = now_ns();
+        tensor t = kernels->execute_on(dev, *plan->g, i, ptrs, plan->seed);
+        end = now_ns();
+        out.ptr = t.empty() ? empty : std::make_shared<const tensor>(std::move(t));
+      }
+      if (box->put(kernel_done_msg{plan->run, i, start, end, std::move(out)}))
         caf::anon_send(me, kernel_done_msg{plan->run, doorbell_op, 0, 0, tensor_ref{}});
     } catch (const std::exception& e) {
       caf::anon_send(me, op_failed_msg{plan->run, i, dev, e.what()});
@@ -326,9 +335,9 @@ void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
 /// A copy of a peer's tensor is in this device's buffers: keep it for the local consumers, report.
 void copy_done(device_pointer self, copy_done_msg m) {
   auto& st = self->state;
-  std::uint64_t bytes = m.copy.ptr ? held_bytes(*m.copy.ptr) : 0;
+  std::uint64_t bytes = m.copy.bytes();
   std::uint32_t e = st.remote_entry(m.op);  // UINT32_MAX: not a consumer here, nothing to keep
-  if (m.copy.ptr && e != UINT32_MAX) st.store(st.sl->remote_slot[e], std::move(m.copy.ptr), st.sl->remote_uses[e]);
+  if (m.copy && e != UINT32_MAX) st.store(st.sl->remote_slot[e], std::move(m.copy), st.sl->remote_uses[e]);
   st.arrived.push_back(transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
   if (st.self_release && e != UINT32_MAX) release_remote_successors(self, e);
 }
@@ -338,11 +347,11 @@ std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, std::uint32_t k, 
   return {n * k / chunks, n * (k + 1) / chunks};
 }
 
-/// Sends leg `leg` of op's planned transfer: its chunk is in `from` (this device's copy).
-void send_leg(device_pointer self, op_index i, std::uint32_t leg, const std::shared_ptr<const tensor>& from) {
+/// Sends leg `leg` of op's planned transfer: its chunk is in `from` (this device's copy, in host memory).
+void send_leg(device_pointer self, op_index i, std::uint32_t leg, std::shared_ptr<const tensor> from) {
   auto& st = self->state;
   const transfer_leg& l = st.plan->planned(i)->legs[leg];
-  self->send(st.plan->devices[l.to], chunk_atom::value, st.run, i, leg, tensor_ref{from});
+  self->send(st.plan->devices[l.to], chunk_atom::value, st.run, i, leg, tensor_ref{std::move(from), nullptr});
 }
 
 /// Chunk `leg` of op's planned transfer is in this device's copy: forward it along the legs that wait
@@ -357,9 +366,9 @@ void chunk_copied(device_pointer self, const chunk_copied_msg& m) {
     if (tp.legs[k].after == static_cast<std::int32_t>(m.leg)) send_leg(self, m.op, k, in.copy);
   if (++in.got < tp.chunks_reaching(st.opt.index)) return;
   if (std::binary_search(tp.destinations.begin(), tp.destinations.end(), st.opt.index)) {
-    std::uint64_t bytes = held_bytes(*in.copy);
+    std::uint64_t bytes = in.copy->numel() * sizeof(float);
     std::uint32_t e = st.remote_entry(m.op);
-    if (e != UINT32_MAX) st.store(st.sl->remote_slot[e], std::move(in.copy), st.sl->remote_uses[e]);
+    if (e != UINT32_MAX) st.store(st.sl->remote_slot[e], tensor_ref{std::move(in.copy), nullptr}, st.sl->remote_uses[e]);
     st.arrived.push_back(transfer_done_msg{m.run, m.op, tp.source, st.opt.index, in.start_ns, m.end_ns, bytes});
     st.receiving.erase(it);
     if (st.self_release && e != UINT32_MAX) release_remote_successors(self, e);
@@ -378,8 +387,17 @@ bool start_relay(device_pointer self, op_index i) {
                                             "planned transfer of an output this device does not hold"});
     return false;
   }
+  // Chunks travel through host memory: a resident device makes one host copy of the output (blocking
+  // this actor for the copy; chunked device-to-device relays are not implemented).
+  std::shared_ptr<const tensor> host;
+  try {
+    host = st.buf[s].host();
+  } catch (const std::exception& e) {
+    self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, std::string("planned transfer: ") + e.what()});
+    return false;
+  }
   for (std::uint32_t k = 0; k < tp->legs.size(); ++k)
-    if (tp->legs[k].after < 0) send_leg(self, i, k, st.buf[s]);
+    if (tp->legs[k].after < 0) send_leg(self, i, k, host);
   for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(s);
   return true;
 }
@@ -400,7 +418,7 @@ bool ship(device_pointer self, std::uint32_t hs) {
   for (std::uint32_t e = r.remote_begin; e < r.remote_begin + r.n_remote; ++e) {
     auto& o = st.outgoing[plan.remote_dest[e]];
     o.ops.push_back(i);
-    o.values.push_back(tensor_ref{st.buf[hs]});
+    o.values.push_back(st.buf[hs]);
     ++st.outgoing_n;
     st.release_use(hs);
   }
@@ -475,6 +493,7 @@ void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
 
 device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
   self->state.opt = std::move(opt);
+  self->state.resident = self->state.opt.kernels->resident();
   self->set_down_handler([=](caf::down_msg& dm) {  // the dispatcher of a remote run is gone
     auto& st = self->state;
     if (st.dispatcher && dm.source == st.dispatcher.address()) st.clear();
@@ -548,7 +567,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
             return;
           }
           out[dsts[k]].ops.push_back(i);
-          out[dsts[k]].values.push_back(tensor_ref{st.buf[s]});
+          out[dsts[k]].values.push_back(st.buf[s]);
           ++st.outgoing_n;
           st.release_use(s);
         }
@@ -563,6 +582,12 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         for (std::size_t k = 0; k < ops.size() && k < ts.size(); ++k) {
           op_index i = ops[k];
           auto& t = ts[k];
+          if (i >= st.plan->size() || (!inline_copy && !t)) {  // malformed: fail rather than wait forever
+            self->send(st.dispatcher, op_failed_msg{run, i < st.plan->size() ? i : 0, st.opt.index,
+                                                    "tensor message from device " + std::to_string(src) +
+                                                        (i < st.plan->size() ? " carries no value" : " names no op")});
+            return;
+          }
           if (inline_copy) {  // null backend: nothing to copy, done at once
             if (t.ptr && t.ptr->empty()) t.ptr = st.empty;  // keep this device's own empty tensor
             copy_done(self, copy_done_msg{run, i, src, at, at, std::move(t)});
@@ -570,15 +595,25 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
           }
           device_actor me = self;
           st.copier->post(0, [me, run, i, src, dst = st.opt.index, kernels = st.opt.kernels,
-                              bytes = (*st.plan->g)[i].bytes, in = std::move(t.ptr)] {
+                              bytes = (*st.plan->g)[i].bytes, in = std::move(t), resident = st.resident] {
             auto start = now_ns();
             double floor_s = kernels->copy_seconds(src, dst, bytes);
-            auto copy = std::make_shared<const tensor>(*in);  // a real copy into this device's memory
+            tensor_ref copy;
+            try {
+              if (resident)  // into this device's memory: device to device, or host to device
+                copy = kernels->copy_held(src, dst, in);
+              else  // a real copy into this device's memory
+                copy.ptr = std::make_shared<const tensor>(in.ptr ? *in.ptr : *in.host());
+            } catch (const std::exception& e) {
+              caf::anon_send(me, op_failed_msg{run, i, dst, std::string("copy from device ") + std::to_string(src) +
+                                                                ": " + e.what()});
+              return;
+            }
             if (floor_s > 0)  // emulated link: the transfer takes at least its modeled time
               std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(start)) +
                                             std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                 std::chrono::duration<double>(floor_s)));
-            caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), tensor_ref{std::move(copy)}});
+            caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), std::move(copy)});
           });
         }
         settle(self);
@@ -592,7 +627,8 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](chunk_atom, std::uint64_t run, op_index i, std::uint32_t leg, tensor_ref& from) {
         auto& st = self->state;
-        if (!st.active || run != st.run || !from.ptr) return;
+        if (!st.active || run != st.run || !from) return;
+        if (!from.ptr) from.ptr = from.host();  // chunks are cut from host memory (start_relay sends it so)
         const transfer_plan* tp = st.plan->planned(i);
         if (!tp || leg >= tp->legs.size()) return;
         auto& in = st.receiving[i];
@@ -634,12 +670,12 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& st = self->state;
         if (m.op != doorbell_op) {  // a single completion sent directly
           if (!st.active || m.run != st.run || m.op >= st.plan->size() || st.plan->device_of(m.op) != st.opt.index) return;
-          on_kernel_done(self, st.sl->home_slot[m.op], m.start_ns, m.end_ns, std::move(m.out.ptr));
+          on_kernel_done(self, st.sl->home_slot[m.op], m.start_ns, m.end_ns, std::move(m.out));
           return settle(self);
         }
         st.box->take(st.taken);  // every completion since the doorbell rang (older runs' dropped)
         for (auto& k : st.taken)
-          if (st.active && k.run == st.run) on_kernel_done(self, st.sl->home_slot[k.op], k.start_ns, k.end_ns, std::move(k.out.ptr));
+          if (st.active && k.run == st.run) on_kernel_done(self, st.sl->home_slot[k.op], k.start_ns, k.end_ns, std::move(k.out));
         st.taken.clear();
         settle(self);
       },
@@ -662,7 +698,11 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         flush_out(self, true);
         flush_done(self);
         for (std::uint32_t s = 0; s < st.buf.size(); ++s)  // home slots first, in op order
-          if (st.buf[s] && st.keeps(s)) outs.push_back(op_output{st.sl->slot_op[st.base + s], tensor_ref{st.buf[s]}});
+          if (st.buf[s] && st.keeps(s)) {
+            // the run's outputs go back in host memory (one copy per output held in device memory)
+            tensor_ref out{st.buf[s].host(), nullptr};
+            outs.push_back(op_output{st.sl->slot_op[st.base + s], std::move(out)});
+          }
         return outs;
       },
       [=](end_atom, std::uint64_t run) {

@@ -195,6 +195,28 @@ std::shared_ptr<run_plan> from_text(const plan_text& t) {
   return plan;
 }
 
+tensor_ref backend::execute_held(device_index d, const graph& g, op_index i, std::span<const tensor_ref* const> inputs,
+                                 std::uint64_t seed) {
+  std::vector<std::shared_ptr<const tensor>> staged;  // host copies of device-memory inputs
+  std::vector<const tensor*> ptrs;
+  ptrs.reserve(inputs.size());
+  for (const tensor_ref* in : inputs) {
+    if (!in || in->ptr || !in->mem) {
+      ptrs.push_back(in ? in->ptr.get() : nullptr);
+      continue;
+    }
+    staged.push_back(in->host());
+    ptrs.push_back(staged.back().get());
+  }
+  tensor out = execute_on(d, g, i, ptrs, seed);
+  return tensor_ref{std::make_shared<const tensor>(std::move(out)), nullptr};
+}
+
+tensor_ref backend::copy_held(device_index, device_index, const tensor_ref& v) {
+  auto host = v.host();
+  return tensor_ref{host ? std::make_shared<const tensor>(*host) : nullptr, nullptr};
+}
+
 namespace {
 
 class cpu_backend final : public backend {
@@ -298,9 +320,21 @@ class straggler_backend final : public backend {
     if (f == 1.0) return inner_->execute_on(d, g, i, inputs, seed);
     const auto t0 = std::chrono::steady_clock::now();
     tensor out = inner_->execute_on(d, g, i, inputs, seed);
-    const auto took = std::chrono::steady_clock::now() - t0;
-    std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(took * (f - 1.0)));
+    slow_down(std::chrono::steady_clock::now() - t0, f);
     return out;
+  }
+  bool resident() const noexcept override { return inner_->resident(); }
+  tensor_ref execute_held(device_index d, const graph& g, op_index i, std::span<const tensor_ref* const> inputs,
+                          std::uint64_t seed) override {
+    const double f = d < factor_.size() ? factor_[d] : 1.0;
+    if (f == 1.0) return inner_->execute_held(d, g, i, inputs, seed);
+    const auto t0 = std::chrono::steady_clock::now();
+    tensor_ref out = inner_->execute_held(d, g, i, inputs, seed);
+    slow_down(std::chrono::steady_clock::now() - t0, f);
+    return out;
+  }
+  tensor_ref copy_held(device_index src, device_index dst, const tensor_ref& v) override {
+    return inner_->copy_held(src, dst, v);
   }
   double copy_seconds(device_index src, device_index dst, double bytes) override {
     return inner_->copy_seconds(src, dst, bytes);
@@ -309,6 +343,10 @@ class straggler_backend final : public backend {
   void interrupt(device_index d) noexcept override { inner_->interrupt(d); }
 
  private:
+  /// The op took `took`: sleep (f − 1) × as long, so that it occupies its device f × as long.
+  static void slow_down(std::chrono::steady_clock::duration took, double f) {
+    std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(took * (f - 1.0)));
+  }
   std::shared_ptr<backend> inner_;
   std::vector<double> factor_;  // per device index: 1 = not slowed
 };

@@ -1,6 +1,7 @@
 // Every message type of the protocol serializes and deserializes (CAF 0.17 inspect overloads and the
 // doppler_actors type-id block): what device actors in other processes will need.
 #include <doppler/actors/protocol.hpp>
+#include <doppler/runtime/error.hpp>
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
@@ -37,7 +38,7 @@ struct system_fixture {
 };
 
 tensor_ref make_tensor() {
-  return tensor_ref{std::make_shared<const tensor>(shape_t{2, 3}, std::vector<float>{1, -2, 3.5f, 4, 5, -6})};
+  return tensor_ref{std::make_shared<const tensor>(shape_t{2, 3}, std::vector<float>{1, -2, 3.5f, 4, 5, -6}), nullptr};
 }
 
 }  // namespace
@@ -95,7 +96,7 @@ TEST_CASE("completion messages and the run report") {
 TEST_CASE("a whole message: registered types are found by name") {
   system_fixture f;
   auto msg = caf::make_message(tensor_atom::value, std::uint64_t{5}, device_index{1}, std::vector<op_index>{2, 7},
-                               std::vector<tensor_ref>{make_tensor(), tensor_ref{std::make_shared<const tensor>()}});
+                               std::vector<tensor_ref>{make_tensor(), tensor_ref{std::make_shared<const tensor>(), nullptr}});
   auto back = f.round_trip(msg);
   REQUIRE(back.match_elements<tensor_atom, std::uint64_t, device_index, std::vector<op_index>, std::vector<tensor_ref>>());
   CHECK(back.get_as<std::uint64_t>(1) == 5);
@@ -108,7 +109,7 @@ TEST_CASE("a whole message: registered types are found by name") {
 
 TEST_CASE("tensor_ref: the empty tensor and a bad shape") {
   system_fixture f;
-  auto empty = f.round_trip(tensor_ref{std::make_shared<const tensor>()});
+  auto empty = f.round_trip(tensor_ref{std::make_shared<const tensor>(), nullptr});
   REQUIRE(empty.ptr);
   CHECK(empty.ptr->empty());
   // a message whose shape does not match its values is refused with an error, not a crash
@@ -120,6 +121,47 @@ TEST_CASE("tensor_ref: the empty tensor and a bad shape") {
   tensor_ref back;
   caf::binary_deserializer source{*f.sys, buf};
   CHECK(source(back));  // an error
+}
+
+namespace {
+/// Device memory that keeps its tensor on the host and counts the host copies asked of it.
+class counted_memory final : public device_memory {
+ public:
+  explicit counted_memory(tensor t, bool lost = false) : t_(std::move(t)), lost_(lost) {}
+  std::uint64_t bytes() const noexcept override { return t_.numel() * sizeof(float); }
+  tensor to_host() const override {
+    ++copies;
+    if (lost_) throw error(errc::internal, "device lost");
+    return t_;
+  }
+  mutable int copies = 0;
+
+ private:
+  tensor t_;
+  bool lost_;
+};
+}  // namespace
+
+TEST_CASE("tensor_ref in device memory: the message carries its host copy, a failed copy is a bad message") {
+  system_fixture f;
+  auto mem = std::make_shared<const counted_memory>(*make_tensor().ptr);
+  tensor_ref dev{nullptr, mem};
+  CHECK(static_cast<bool>(dev));
+  CHECK(dev.bytes() == 6 * sizeof(float));
+  auto back = f.round_trip(dev);
+  REQUIRE(back.ptr);
+  CHECK(back.mem == nullptr);
+  CHECK(bitwise_equal(*back.ptr, *make_tensor().ptr));
+  CHECK(mem->copies == 1);
+  CHECK(!tensor_ref{});
+  CHECK(tensor_ref{}.bytes() == 0);
+
+  tensor_ref lost{nullptr, std::make_shared<const counted_memory>(*make_tensor().ptr, true)};
+  std::vector<char> buf;
+  caf::binary_serializer sink{*f.sys, buf};
+  auto err = sink(lost);
+  REQUIRE(err);
+  CHECK(caf::to_string(err).find("device lost") != std::string::npos);
 }
 
 TEST_CASE("worker_info: the handshake answer survives") {

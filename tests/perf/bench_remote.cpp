@@ -163,7 +163,7 @@ void bm_serialize(benchmark::State& state) {
   caf::actor_system sys{cfg};
   std::int64_t mb = state.range(0);
   std::vector<float> values(static_cast<std::size_t>(mb * 1024 * 1024 / 4), 1.5f);
-  actors::tensor_ref t{std::make_shared<const tensor>(shape_t{static_cast<std::int64_t>(values.size())}, values)};
+  actors::tensor_ref t{std::make_shared<const tensor>(shape_t{static_cast<std::int64_t>(values.size())}, values), nullptr};
   double ser = 0, de = 0;
   for (auto _ : state) {
     std::vector<char> buf;

@@ -4,8 +4,9 @@
 // 1. GPU-resident runs (no actors): tensors stay in device memory, inputs cross virtual devices with
 //    cudaMemcpyAsync, completions come back by event; work-conserving (an op launches the moment its
 //    inputs are on its device) vs BSP (level by level, copies between levels). Same placement.
-// 2. With --actors (needs the CAF layer): the actor engine with the `cuda` actor backend
-//    (host-staged: each op uploads its inputs and downloads its output), WC vs BSP.
+// 2. With --actors (needs the CAF layer): the actor engine with the `cuda` actor backend, WC vs BSP,
+//    GPU-resident (outputs stay in device memory, device actors copy them device to device) and
+//    host-staged (each op uploads its inputs and downloads its output).
 // Every run's exits are checked against execute_reference_cuda (1e-4 relative).
 //
 // usage: cuda_llama_block [--devices 4] [--streams 4] [--small] [--repeat 3] [--placers cp,heft]
@@ -163,18 +164,21 @@ int main(int argc, char** argv) try {
   if (with_actors) {
     owned.clear();
     devs.clear();
-    auto backend = std::make_shared<dc::actor_backend>(devices, o);
-    engine e(c, engine_options{}.with_streams(streams).with_custom_backend(backend));
-    for (const auto& [name, p] : plans) {
-      e.run(g, p, run_options{}.with_seed(seed));  // warm-up
-      for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
-        const run_result r = e.run(g, p, run_options{}.with_mode(mode).with_repeat(repeat).with_seed(seed));
-        double err = 0;
-        for (op_index i = 0; i < g.size(); ++i)
-          if (g.succs(i).empty()) err = std::max(err, rel_error(r.outputs[i], ref[i]));
-        std::printf("| actors (host-staged) | %s | %s | %.4f | %.4f | %llu | %.1e%s |\n", name.c_str(),
-                    mode == exec_mode::wc ? "wc" : "bsp", r.mean_makespan(), r.min_makespan(),
-                    static_cast<unsigned long long>(r.transfers.back()), err, err <= 1e-4 ? "" : " FAIL");
+    for (const bool resident : {true, false}) {
+      auto backend = std::make_shared<dc::actor_backend>(devices, o, resident);
+      engine e(c, engine_options{}.with_streams(streams).with_custom_backend(backend));
+      const char* how = resident ? "actors (gpu-resident)" : "actors (host-staged)";
+      for (const auto& [name, p] : plans) {
+        e.run(g, p, run_options{}.with_seed(seed));  // warm-up
+        for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
+          const run_result r = e.run(g, p, run_options{}.with_mode(mode).with_repeat(repeat).with_seed(seed));
+          double err = 0;
+          for (op_index i = 0; i < g.size(); ++i)
+            if (g.succs(i).empty()) err = std::max(err, rel_error(r.outputs[i], ref[i]));
+          std::printf("| %s | %s | %s | %.4f | %.4f | %llu | %.1e%s |\n", how, name.c_str(),
+                      mode == exec_mode::wc ? "wc" : "bsp", r.mean_makespan(), r.min_makespan(),
+                      static_cast<unsigned long long>(r.transfers.back()), err, err <= 1e-4 ? "" : " FAIL");
+        }
       }
     }
   }

@@ -6,6 +6,9 @@
 
 #include <atomic>
 #include <cstring>
+#include <future>
+#include <memory>
+#include <string>
 
 namespace doppler::cuda {
 
@@ -140,8 +143,20 @@ std::vector<tensor> execute_reference_cuda(const graph& g, std::uint64_t seed) {
 // ---- synchronous executor for the actor backend interface ---------------------------------------
 
 namespace {
-std::atomic<unsigned> next_stream{0};
+std::atomic<unsigned> stream_counter{0};
+
+/// Runs `enqueue(done)` (a launch or a copy with completion callback `done`) and waits until the
+/// callback ran; a completion that reports an error throws. The promise is shared with the callback,
+/// so a callback that runs late (after an exception here) still finds it alive.
+template <class Enqueue>
+device_tensor wait_for(Enqueue&& enqueue) {
+  auto finished = std::make_shared<std::promise<std::string>>();
+  std::future<std::string> result = finished->get_future();
+  device_tensor out = enqueue([finished](const completion& c) { finished->set_value(c.error); });
+  if (std::string why = result.get(); !why.empty()) throw error(errc::internal, why);
+  return out;
 }
+}  // namespace
 
 cuda_executor::cuda_executor(int devices, const device_options& options) {
   if (devices < 1) throw error(errc::bad_argument, "cuda_executor: devices must be >= 1");
@@ -152,11 +167,21 @@ cuda_executor::~cuda_executor() = default;
 
 int cuda_executor::devices() const noexcept { return static_cast<int>(devs_.size()); }
 
+int cuda_executor::index_of(int d) const noexcept {
+  const int n = devices();
+  return ((d % n) + n) % n;
+}
+
+cuda_device& cuda_executor::at(int d) { return *devs_[static_cast<std::size_t>(index_of(d))]; }
+
+int cuda_executor::next_stream(const cuda_device& dev) {
+  return static_cast<int>(stream_counter.fetch_add(1, std::memory_order_relaxed) % static_cast<unsigned>(dev.streams()));
+}
+
 tensor cuda_executor::execute_on(int d, const graph& g, op_index i, std::span<const tensor* const> inputs,
                                  std::uint64_t seed) {
-  cuda_device& dev = *devs_[static_cast<std::size_t>(d < 0 ? -d : d) % devs_.size()];
-  const int stream = static_cast<int>(next_stream.fetch_add(1, std::memory_order_relaxed) %
-                                      static_cast<unsigned>(dev.streams()));
+  cuda_device& dev = at(d);
+  const int stream = next_stream(dev);
   std::vector<device_tensor> resident;
   resident.reserve(inputs.size());
   std::vector<const device_tensor*> args;
@@ -167,6 +192,32 @@ tensor cuda_executor::execute_on(int d, const graph& g, op_index i, std::span<co
   for (const device_tensor& t : resident) args.push_back(&t);
   device_tensor out = dev.launch(g, i, args, seed, stream);
   return dev.download(out, stream);  // synchronizes the stream: inputs may be freed after
+}
+
+device_tensor cuda_executor::launch_on(int d, const graph& g, op_index i, std::span<const device_tensor* const> inputs,
+                                       std::uint64_t seed) {
+  cuda_device& dev = at(d);
+  const int stream = next_stream(dev);
+  return wait_for([&](completion_fn done) { return dev.launch(g, i, inputs, seed, stream, std::move(done)); });
+}
+
+device_tensor cuda_executor::copy_to(int d, const device_tensor& src) {
+  cuda_device& dev = at(d);
+  const int stream = next_stream(dev);
+  return wait_for([&](completion_fn done) { return dev.copy_from(src, stream, std::move(done)); });
+}
+
+device_tensor cuda_executor::upload_to(int d, const tensor& t) {
+  cuda_device& dev = at(d);
+  return dev.upload(t, next_stream(dev));
+}
+
+tensor cuda_executor::download(const device_tensor& t) {
+  if (t.empty()) throw error(errc::bad_argument, "cuda_executor::download: empty tensor");
+  if (t.device() < 0 || t.device() >= devices() || devs_[static_cast<std::size_t>(t.device())].get() == nullptr)
+    throw error(errc::bad_argument, "cuda_executor::download: the tensor is not on one of this executor's devices");
+  cuda_device& dev = *devs_[static_cast<std::size_t>(t.device())];
+  return dev.download(t, next_stream(dev));
 }
 
 }  // namespace doppler::cuda

@@ -3,12 +3,17 @@
 /// CPU kernels of doppler::runtime; `null` runs nothing and returns empty tensors (dispatch
 /// benchmarks: it measures the actor protocol alone); `emulate` computes nothing but holds each
 /// kernel and each transfer for the time the cost model gives it on the cluster (the runtime's
-/// scheduling, measured on a host that lacks the cluster's devices).
+/// scheduling, measured on a host that lacks the cluster's devices). A *resident* backend (`cuda`)
+/// keeps every output in its device's memory: device actors hold it there, run the consumers on it
+/// and copy it device to device (`execute_held`, `copy_held`); host copies are made only for the
+/// run's outputs, for messages to other processes and for chunked planned transfers.
 
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/tensor.hpp>
+
+#include <doppler/actors/tensor_ref.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -35,6 +40,18 @@ class backend {
     (void)d;
     return execute(g, i, inputs, seed);
   }
+  /// True when the backend keeps outputs in device memory (`execute_held` returns `tensor_ref::mem`).
+  virtual bool resident() const noexcept { return false; }
+  /// Runs op `i` on device `d` with the inputs a device actor holds, on the calling thread. The
+  /// default runs `execute_on` on host tensors (a `mem` input is copied to the host first) and
+  /// returns the output in host memory. Resident backends override it and `copy_held`: their inputs
+  /// are their own memory on `d` (or host tensors, from another process), their output memory on `d`.
+  virtual tensor_ref execute_held(device_index d, const graph& g, op_index i, std::span<const tensor_ref* const> inputs,
+                                  std::uint64_t seed);
+  /// Device `dst`'s own copy of `v`, which device `src` holds, on the calling thread (a device's
+  /// copy thread). The default copies into new host memory; resident backends copy into `dst`'s
+  /// memory (device to device, or host to device for a tensor from another process).
+  virtual tensor_ref copy_held(device_index src, device_index dst, const tensor_ref& v);
   /// Called by a device's copy thread as a copy of `bytes` from device `src` to `dst` starts: the
   /// seconds it must at least take (0: as fast as the copy itself). Emulated devices reserve the
   /// route's links as the simulator does (a copy waits for earlier copies on the same links) and

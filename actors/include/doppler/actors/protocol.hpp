@@ -54,6 +54,8 @@
 #include <doppler/runtime/tensor.hpp>
 #include <doppler/runtime/transfer_plan.hpp>
 
+#include <doppler/actors/tensor_ref.hpp>
+
 #include <caf/all.hpp>
 
 #include <bit>
@@ -61,6 +63,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace doppler::actors {
@@ -87,11 +90,6 @@ struct plan_text {
   bool device_release = true;        ///< run_plan::device_release
 };
 
-/// A tensor carried by a message. Local sends share the buffer read-only (the receiver copies it into
-/// its own buffer); serialized sends write shape and values.
-struct tensor_ref {
-  std::shared_ptr<const tensor> ptr;
-};
 
 /// A device finished op `op`: measured steady-clock interval on that device.
 struct op_done_msg {
@@ -304,15 +302,23 @@ typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
   shape_t shape;
   std::vector<char> raw;
   if constexpr (Inspector::reads_state) {
-    if (x.ptr) {
-      shape = x.ptr->shape();
-      auto values = x.ptr->values();
+    std::shared_ptr<const tensor> host;
+    try {
+      host = x.host();  // device memory goes as its host copy
+    } catch (const std::exception& e) {  // a failed device copy is a failed message, not a crash
+      if constexpr (std::is_same_v<typename Inspector::result_type, caf::error>)
+        return caf::make_error(caf::sec::invalid_argument, std::string("tensor_ref: device copy failed: ") + e.what());
+    }
+    if (host) {
+      shape = host->shape();
+      auto values = host->values();
       raw.resize(values.size() * sizeof(float));
       if (!raw.empty()) std::memcpy(raw.data(), values.data(), raw.size());
     }
   }
   return f(caf::meta::type_name("tensor_ref"), shape, raw,
            caf::meta::load_callback([&]() -> caf::error {
+             x.mem.reset();
              if (shape.empty() && raw.empty()) {  // the empty tensor of no-op kernels
                x.ptr = std::make_shared<const tensor>();
                return caf::none;

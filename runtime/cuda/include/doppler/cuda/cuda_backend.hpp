@@ -179,15 +179,33 @@ std::vector<tensor> execute_reference_cuda(const graph& g, const cuda_reference_
 std::vector<tensor> execute_reference_cuda(const graph& g, std::uint64_t seed = 0);
 
 /// A synchronous executor for the actor layer's `backend` interface: op i of the actor device d
-/// runs on virtual device d mod n (n = devices, all on GPU `gpu`), host tensors in and out.
+/// runs on virtual device d mod n (n = devices, all on GPU `gpu`). Each call blocks its (worker)
+/// thread until the GPU finished; calls from several threads run concurrently on the devices'
+/// streams (taken round-robin). Two ways to use it: host tensors in and out (`execute_on`:
+/// uploads, kernels, download), or device tensors that stay on their virtual device between ops
+/// (`launch_on`, `copy_to`; host copies with `upload_to` / `download`).
 class cuda_executor {
  public:
   cuda_executor(int devices, const device_options& options);
   ~cuda_executor();
   int devices() const noexcept;
+  /// The virtual device that actor device d runs on: d mod devices().
+  int index_of(int d) const noexcept;
   tensor execute_on(int d, const graph& g, op_index i, std::span<const tensor* const> inputs, std::uint64_t seed);
+  /// Runs op i on virtual device index_of(d) with inputs resident there and waits for it; the output
+  /// stays there. A kernel that failed on the GPU throws errc::internal with CUDA's message.
+  device_tensor launch_on(int d, const graph& g, op_index i, std::span<const device_tensor* const> inputs,
+                          std::uint64_t seed);
+  /// A copy of `src` (on any of this executor's virtual devices) on index_of(d); waits until it is there.
+  device_tensor copy_to(int d, const device_tensor& src);
+  /// A host tensor copied to index_of(d) (blocks).
+  device_tensor upload_to(int d, const tensor& t);
+  /// A tensor of one of this executor's virtual devices copied back to the host (blocks).
+  tensor download(const device_tensor& t);
 
  private:
+  cuda_device& at(int d);
+  int next_stream(const cuda_device& dev);
   std::vector<std::unique_ptr<cuda_device>> devs_;
 };
 

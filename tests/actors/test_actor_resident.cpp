@@ -1,0 +1,261 @@
+// Resident backends (backend.hpp): outputs stay in "device memory" between ops; device actors run
+// consumers on it and copy it device to device; host copies only for the run's outputs, other
+// processes and chunked planned transfers. The fake GPU below keeps its memory on the host, tagged
+// with the device that owns it, and checks every input it is handed against the device running the
+// op — the same rules the CUDA backend's resident mode relies on, testable without a GPU.
+#include <doppler/actors/backend.hpp>
+#include <doppler/actors/engine.hpp>
+#include <doppler/runtime/cpu_backend.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/placer.hpp>
+#include <doppler/runtime/workloads.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+using namespace doppler;
+using actors::device_memory;
+using actors::tensor_ref;
+
+namespace {
+
+/// What the fake GPU saw.
+struct gpu_counters {
+  std::atomic<int> kernels{0}, copies{0}, uploads{0}, to_host{0};
+  std::mutex m;
+  std::vector<std::string> violations;  // inputs on the wrong device, copies from the wrong device
+  void violation(std::string what) {
+    std::lock_guard lock(m);
+    violations.push_back(std::move(what));
+  }
+};
+
+/// "Device memory" of the fake GPU: a host tensor that belongs to device `dev`.
+class tagged_memory final : public device_memory {
+ public:
+  tagged_memory(tensor t, device_index dev, gpu_counters* n) : t_(std::move(t)), dev_(dev), n_(n) {}
+  std::uint64_t bytes() const noexcept override { return t_.numel() * sizeof(float); }
+  tensor to_host() const override {
+    ++n_->to_host;
+    return t_;
+  }
+  const tensor& value() const noexcept { return t_; }
+  device_index device() const noexcept { return dev_; }
+
+ private:
+  tensor t_;
+  device_index dev_;
+  gpu_counters* n_;
+};
+
+class fake_gpu final : public actors::backend {
+ public:
+  explicit fake_gpu(std::shared_ptr<gpu_counters> n, std::string fail_op = {}) : n_(std::move(n)), fail_(std::move(fail_op)) {}
+  std::string_view name() const noexcept override { return "fake-gpu"; }
+  bool resident() const noexcept override { return true; }
+  tensor execute(const graph&, op_index, std::span<const tensor* const>, std::uint64_t) override {
+    throw error(errc::internal, "fake-gpu: the host path must not be used by a resident backend");
+  }
+  tensor_ref execute_held(device_index d, const graph& g, op_index i, std::span<const tensor_ref* const> inputs,
+                          std::uint64_t seed) override {
+    if (g[i].id == fail_) throw error(errc::internal, "fake-gpu: kernel fault");
+    std::vector<const tensor*> args;
+    for (const tensor_ref* in : inputs) {
+      REQUIRE(in != nullptr);
+      if (const auto* m = dynamic_cast<const tagged_memory*>(in->mem.get())) {
+        if (m->device() != d)
+          n_->violation("op " + g[i].id + " on device " + std::to_string(d) + " got an input of device " +
+                        std::to_string(m->device()));
+        args.push_back(&m->value());
+      } else {
+        REQUIRE(in->ptr);
+        ++n_->uploads;  // a host tensor (another process, or a chunked transfer)
+        args.push_back(in->ptr.get());
+      }
+    }
+    ++n_->kernels;
+    return held(execute_op(g, i, args, seed), d);
+  }
+  tensor_ref copy_held(device_index src, device_index dst, const tensor_ref& v) override {
+    ++n_->copies;
+    if (const auto* m = dynamic_cast<const tagged_memory*>(v.mem.get())) {
+      if (m->device() != src)
+        n_->violation("copy from device " + std::to_string(src) + " of memory on device " + std::to_string(m->device()));
+      return held(m->value(), dst);
+    }
+    REQUIRE(v.ptr);
+    ++n_->uploads;
+    return held(*v.ptr, dst);
+  }
+
+ private:
+  tensor_ref held(tensor t, device_index d) { return tensor_ref{nullptr, std::make_shared<const tagged_memory>(std::move(t), d, n_.get())}; }
+  std::shared_ptr<gpu_counters> n_;
+  std::string fail_;
+};
+
+graph small_block() {
+  workload_params p;
+  p.dim = 32;
+  p.heads = 4;
+  p.ffn = 48;
+  p.seq = 8;
+  return make_workload("llama-block", p);
+}
+
+placement round_robin(const graph& g, const cluster& c) {
+  return make_placer("round-robin")->place(g, c, cost_model{}, placer_options{});
+}
+
+std::size_t exits(const graph& g) {
+  std::size_t n = 0;
+  for (op_index i = 0; i < g.size(); ++i) n += g.succs(i).empty() ? 1 : 0;
+  return n;
+}
+
+/// (producer, consumer device ≠ producer's) pairs: the copies a run makes.
+std::size_t remote_pairs(const graph& g, const placement& p) {
+  std::size_t n = 0;
+  for (op_index i = 0; i < g.size(); ++i) {
+    std::vector<device_index> seen;
+    for (op_index s : g.succs(i))
+      if (p.device[s] != p.device[i] && std::find(seen.begin(), seen.end(), p.device[s]) == seen.end()) {
+        seen.push_back(p.device[s]);
+        ++n;
+      }
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("resident backend, wc and bsp: device-to-device copies only, one host copy per output returned") {
+  cluster c = make_preset("cpu:4");
+  auto n = std::make_shared<gpu_counters>();
+  engine e(c, engine_options{}.with_streams(2).with_custom_backend(std::make_shared<fake_gpu>(n)));
+  graph g = small_block();
+  placement p = round_robin(g, c);
+  const auto ref = execute_reference(g, 5);
+  REQUIRE(remote_pairs(g, p) > 0);
+  for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
+    CAPTURE(mode == exec_mode::wc ? "wc" : "bsp");
+    n->kernels = n->copies = n->uploads = n->to_host = 0;
+    auto r = e.run(g, p, run_options{}.with_mode(mode).with_seed(5));
+    for (op_index i = 0; i < g.size(); ++i)
+      if (g.succs(i).empty()) CHECK(bitwise_equal(r.outputs[i], ref[i]));
+    CHECK(n->kernels == static_cast<int>(g.size()));
+    CHECK(n->copies == static_cast<int>(remote_pairs(g, p)));
+    CHECK(r.transfers.back() == remote_pairs(g, p));
+    CHECK(n->uploads == 0);                              // nothing went through host memory...
+    CHECK(n->to_host == static_cast<int>(exits(g)));     // ...but the outputs the run returns
+    CHECK(e.bytes_held() == 0);
+  }
+  std::lock_guard lock(n->m);
+  CHECK(n->violations.empty());
+  for (const auto& v : n->violations) MESSAGE(v);
+}
+
+TEST_CASE("resident backend, keep all: every op's output comes back in host memory") {
+  cluster c = make_preset("cpu:3");
+  auto n = std::make_shared<gpu_counters>();
+  engine e(c, engine_options{}.with_custom_backend(std::make_shared<fake_gpu>(n)));
+  graph g = small_block();
+  auto r = e.run(g, round_robin(g, c), run_options{}.with_seed(9).keep_all());
+  const auto ref = execute_reference(g, 9);
+  REQUIRE(r.outputs.size() == g.size());
+  for (op_index i = 0; i < g.size(); ++i) CHECK(bitwise_equal(r.outputs[i], ref[i]));
+  CHECK(n->to_host == static_cast<int>(g.size()));
+}
+
+TEST_CASE("resident backend behind a straggler: still resident, the slow device still computes right") {
+  cluster c = make_preset("cpu:2");
+  auto n = std::make_shared<gpu_counters>();
+  engine e(c, engine_options{}.with_custom_backend(std::make_shared<fake_gpu>(n)).with_straggler(1, 2.0));
+  graph g = small_block();
+  auto r = e.run(g, round_robin(g, c), run_options{}.with_seed(4));
+  const auto ref = execute_reference(g, 4);
+  for (op_index i = 0; i < g.size(); ++i)
+    if (g.succs(i).empty()) CHECK(bitwise_equal(r.outputs[i], ref[i]));
+  CHECK(n->kernels == static_cast<int>(g.size()));
+  CHECK(n->uploads == 0);
+}
+
+TEST_CASE("resident backend: a kernel fault fails the run naming the op and its device") {
+  cluster c = make_preset("cpu:2");
+  graph g = small_block();
+  placement p = round_robin(g, c);
+  const op_index victim = g.size() / 2;
+  auto n = std::make_shared<gpu_counters>();
+  engine e(c, engine_options{}.with_custom_backend(std::make_shared<fake_gpu>(n, g[victim].id)));
+  try {
+    e.run(g, p);
+    FAIL("the run should fail");
+  } catch (const run_failure& f) {
+    const std::string what = f.what();
+    CHECK(what.find("'" + g[victim].id + "'") != std::string::npos);
+    CHECK(what.find("kernel fault") != std::string::npos);
+    CHECK(what.find("cpu" + std::to_string(p.device[victim])) != std::string::npos);
+  }
+  CHECK(e.bytes_held() == 0);
+}
+
+TEST_CASE("resident backend with planned (chunked) transfers: chunks go through host memory, outputs intact") {
+  // cpu0 - cpu1 - cpu2 - cpu3: x on cpu0 is consumed on the three others, relayed chunk by chunk.
+  std::vector<device> ds;
+  for (int i = 0; i < 4; ++i) ds.push_back({"cpu" + std::to_string(i), device_kind::cpu, 1e10, 1e9, "localhost"});
+  std::vector<link_spec> ls;
+  for (int i = 0; i + 1 < 4; ++i) ls.push_back({"cpu" + std::to_string(i), "cpu" + std::to_string(i + 1), 1e9, 0, true});
+  cluster c("cpu-line4", ds, {}, ls);
+  graph_builder b("fan-out");
+  b.input("x", {64, 256});
+  b.unary(op_kind::silu, "b", "x");
+  b.unary(op_kind::silu, "c", "x");
+  b.unary(op_kind::silu, "d", "x");
+  b.reduce_sum("sum", {"b", "c", "d"});
+  graph g = std::move(b).build();
+  placement p;
+  p.device = {0, 1, 2, 3, 0};
+  p.method = "hand";
+  transfer_options t;
+  t.mode = "planned";
+  t.method = "greedy";
+  t.chunk_bytes = 16 * 1024;
+  auto n = std::make_shared<gpu_counters>();
+  engine e(c, engine_options{}.with_transfers(t).with_custom_backend(std::make_shared<fake_gpu>(n)));
+  const auto ref = execute_reference(g, 3);
+  for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
+    CAPTURE(mode == exec_mode::wc ? "wc" : "bsp");
+    n->uploads = 0;
+    auto r = e.run(g, p, run_options{}.with_mode(mode).with_seed(3).keep_all());
+    REQUIRE(r.planned_tensors == 1);
+    for (op_index i = 0; i < g.size(); ++i) CHECK(bitwise_equal(r.outputs[i], ref[i]));
+    CHECK(n->uploads == 3);  // x reached b, c and d's devices as host tensors
+    CHECK(e.bytes_held() == 0);
+  }
+}
+
+TEST_CASE("resident devices in two processes: tensors cross as host copies, outputs equal the reference") {
+  cluster c = make_preset("cpu:4");
+  auto here = std::make_shared<gpu_counters>(), there = std::make_shared<gpu_counters>();
+  worker w(c, {2, 3}, engine_options{}.with_custom_backend(std::make_shared<fake_gpu>(there)));
+  engine e(c, engine_options{}.with_network().with_custom_backend(std::make_shared<fake_gpu>(here)));
+  REQUIRE(e.attach_worker("127.0.0.1", w.port()) == std::vector<device_index>{2, 3});
+  graph g = small_block();
+  placement p = round_robin(g, c);
+  auto r = e.run(g, p, run_options{}.with_seed(6).keep_all());
+  const auto ref = execute_reference(g, 6);
+  for (op_index i = 0; i < g.size(); ++i) CHECK(bitwise_equal(r.outputs[i], ref[i]));
+  CHECK(here->kernels + there->kernels == static_cast<int>(g.size()));
+  CHECK(there->kernels > 0);
+  CHECK(there->uploads > 0);  // what devices 0 and 1 sent arrived as host tensors...
+  CHECK(here->uploads > 0);   // ...and what devices 2 and 3 sent back
+  CHECK(here->to_host > 0);   // device memory serialized as its host copy
+  std::lock_guard l1(here->m), l2(there->m);
+  CHECK(here->violations.empty());
+  CHECK(there->violations.empty());
+}
