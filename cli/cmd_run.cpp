@@ -326,7 +326,7 @@ void add_run_commands(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--backend", f->backend, "Kernel backend: cpu (real kernels), emulate (hold each op and transfer for its modeled time), "
                                          "null (no work), cuda (this machine's GPU, each device a virtual device on "
-                                         "it; host-staged tensors)")->capture_default_str();
+                                         "it; outputs stay in GPU memory, copied device to device)")->capture_default_str();
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
   cmd->add_option("--timeout", f->timeout, "Seconds before a run fails (the process then exits at once: a kernel still running is abandoned, not waited for)")->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
