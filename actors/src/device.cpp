@@ -33,6 +33,13 @@ std::shared_ptr<const tensor> immortal_empty() {
   return std::shared_ptr<const tensor>(std::shared_ptr<const tensor>(), t);
 }
 
+/// Emulated links: a copy that started at `t0_ns` takes at least `floor_s` seconds (0: no floor).
+void hold_until(std::int64_t t0_ns, double floor_s) {
+  if (floor_s > 0)
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t0_ns)) +
+                                  std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(floor_s)));
+}
+
 /// Completions of the worker threads, handed to the device actor in batches: a worker appends its
 /// kernel_done and rings the doorbell (one kernel_done_msg with op = doorbell_op) only when the box was
 /// empty, so under load one message carries every kernel that finished meanwhile.
@@ -103,7 +110,8 @@ struct device_state {
   /// Planned transfers arriving here (as a destination or a relay): this device's copy of the tensor,
   /// filled chunk by chunk, and how many chunks are in.
   struct incoming {
-    std::shared_ptr<tensor> copy;
+    std::shared_ptr<tensor> copy;  // host backends
+    tensor_ref held;               // resident backends: the copy in this device's memory
     std::uint32_t got = 0;
     std::int64_t start_ns = 0;
   };
@@ -347,11 +355,11 @@ std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, std::uint32_t k, 
   return {n * k / chunks, n * (k + 1) / chunks};
 }
 
-/// Sends leg `leg` of op's planned transfer: its chunk is in `from` (this device's copy, in host memory).
-void send_leg(device_pointer self, op_index i, std::uint32_t leg, std::shared_ptr<const tensor> from) {
+/// Sends leg `leg` of op's planned transfer: its chunk is in `from` (this device's copy).
+void send_leg(device_pointer self, op_index i, std::uint32_t leg, const tensor_ref& from) {
   auto& st = self->state;
   const transfer_leg& l = st.plan->planned(i)->legs[leg];
-  self->send(st.plan->devices[l.to], chunk_atom::value, st.run, i, leg, tensor_ref{std::move(from), nullptr});
+  self->send(st.plan->devices[l.to], chunk_atom::value, st.run, i, leg, from);
 }
 
 /// Chunk `leg` of op's planned transfer is in this device's copy: forward it along the legs that wait
@@ -362,19 +370,57 @@ void chunk_copied(device_pointer self, const chunk_copied_msg& m) {
   auto it = st.receiving.find(m.op);
   if (it == st.receiving.end()) return;
   auto& in = it->second;
+  tensor_ref copy = st.resident ? in.held : tensor_ref{in.copy, nullptr};
   for (std::uint32_t k = 0; k < tp.legs.size(); ++k)
-    if (tp.legs[k].after == static_cast<std::int32_t>(m.leg)) send_leg(self, m.op, k, in.copy);
+    if (tp.legs[k].after == static_cast<std::int32_t>(m.leg)) send_leg(self, m.op, k, copy);
   if (++in.got < tp.chunks_reaching(st.opt.index)) return;
   if (std::binary_search(tp.destinations.begin(), tp.destinations.end(), st.opt.index)) {
-    std::uint64_t bytes = in.copy->numel() * sizeof(float);
+    std::uint64_t bytes = copy.bytes();
     std::uint32_t e = st.remote_entry(m.op);
-    if (e != UINT32_MAX) st.store(st.sl->remote_slot[e], tensor_ref{std::move(in.copy), nullptr}, st.sl->remote_uses[e]);
+    if (e != UINT32_MAX) st.store(st.sl->remote_slot[e], std::move(copy), st.sl->remote_uses[e]);
     st.arrived.push_back(transfer_done_msg{m.run, m.op, tp.source, st.opt.index, in.start_ns, m.end_ns, bytes});
     st.receiving.erase(it);
     if (st.self_release && e != UINT32_MAX) release_remote_successors(self, e);
     return;
   }
   st.receiving.erase(it);
+}
+
+/// Resident backends: chunk `leg` of op i's planned transfer arrived (`from`: the sender's copy, in
+/// its device's memory); this device's copy thread copies the chunk's range into this device's copy
+/// (allocated with the first chunk), device to device.
+void receive_chunk_held(device_pointer self, op_index i, std::uint32_t leg, tensor_ref from, std::int64_t start) {
+  auto& st = self->state;
+  const transfer_plan& tp = *st.plan->planned(i);
+  auto& in = st.receiving[i];
+  if (!in.held) {
+    try {
+      in.held = st.opt.kernels->allocate_held(st.opt.index, from.shape());
+    } catch (const std::exception& e) {
+      self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, std::string("planned transfer: ") + e.what()});
+      return;
+    }
+    in.start_ns = start;
+  }
+  auto [first, last] = chunk_range(from.numel(), tp.legs[leg].chunk, tp.chunks);
+  const transfer_leg& l = tp.legs[leg];
+  device_actor me = self;
+  // As for host chunks: only this copy thread writes `held`, each range once.
+  st.copier->post(0, [me, run = st.run, i, leg, first, last, from_dev = l.from, to_dev = l.to,
+                      kernels = st.opt.kernels, chunk_bytes = (*st.plan->g)[i].bytes / tp.chunks,
+                      src = std::move(from), dst = in.held] {
+    auto t0 = now_ns();
+    double floor_s = kernels->copy_seconds(from_dev, to_dev, chunk_bytes);
+    try {
+      if (last > first) kernels->copy_range_held(from_dev, to_dev, src, dst, first, last);
+    } catch (const std::exception& e) {
+      caf::anon_send(me, op_failed_msg{run, i, to_dev, "planned transfer, chunk from device " +
+                                                           std::to_string(from_dev) + ": " + e.what()});
+      return;
+    }
+    hold_until(t0, floor_s);
+    caf::anon_send(me, chunk_copied_msg{run, i, leg, t0, now_ns()});
+  });
 }
 
 /// Starts the planned transfer of op i's output (held here): the legs that leave the source.
@@ -387,17 +433,8 @@ bool start_relay(device_pointer self, op_index i) {
                                             "planned transfer of an output this device does not hold"});
     return false;
   }
-  // Chunks travel through host memory: a resident device makes one host copy of the output (blocking
-  // this actor for the copy; chunked device-to-device relays are not implemented).
-  std::shared_ptr<const tensor> host;
-  try {
-    host = st.buf[s].host();
-  } catch (const std::exception& e) {
-    self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, std::string("planned transfer: ") + e.what()});
-    return false;
-  }
   for (std::uint32_t k = 0; k < tp->legs.size(); ++k)
-    if (tp->legs[k].after < 0) send_leg(self, i, k, host);
+    if (tp->legs[k].after < 0) send_leg(self, i, k, st.buf[s]);
   for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(s);
   return true;
 }
@@ -609,10 +646,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
                                                                 ": " + e.what()});
               return;
             }
-            if (floor_s > 0)  // emulated link: the transfer takes at least its modeled time
-              std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(start)) +
-                                            std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                std::chrono::duration<double>(floor_s)));
+            hold_until(start, floor_s);  // emulated link: the transfer takes at least its modeled time
             caf::anon_send(me, copy_done_msg{run, i, src, start, now_ns(), std::move(copy)});
           });
         }
@@ -628,11 +662,12 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       [=](chunk_atom, std::uint64_t run, op_index i, std::uint32_t leg, tensor_ref& from) {
         auto& st = self->state;
         if (!st.active || run != st.run || !from) return;
-        if (!from.ptr) from.ptr = from.host();  // chunks are cut from host memory (start_relay sends it so)
         const transfer_plan* tp = st.plan->planned(i);
         if (!tp || leg >= tp->legs.size()) return;
         auto& in = st.receiving[i];
         auto start = now_ns();
+        if (st.resident) return receive_chunk_held(self, i, leg, std::move(from), start);
+        if (!from.ptr) from.ptr = from.host();  // a host backend cuts chunks from host memory
         if (!in.copy) {
           in.copy = from.ptr->empty() ? std::make_shared<tensor>() : std::make_shared<tensor>(from.ptr->shape());
           in.start_ns = start;
@@ -653,10 +688,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
           auto t0 = now_ns();
           double floor_s = kernels->copy_seconds(from_dev, to_dev, chunk_bytes);
           if (last > first) std::memcpy(dst->data() + first, src->data() + first, (last - first) * sizeof(float));
-          if (floor_s > 0)
-            std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t0)) +
-                                          std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                              std::chrono::duration<double>(floor_s)));
+          hold_until(t0, floor_s);
           caf::anon_send(me, chunk_copied_msg{run, i, leg, t0, now_ns()});
         });
       },

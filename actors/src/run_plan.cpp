@@ -217,6 +217,16 @@ tensor_ref backend::copy_held(device_index, device_index, const tensor_ref& v) {
   return tensor_ref{host ? std::make_shared<const tensor>(*host) : nullptr, nullptr};
 }
 
+tensor_ref backend::allocate_held(device_index, const shape_t&) {
+  throw error(errc::internal, "backend '" + std::string(name()) +
+                                  "' does not implement allocate_held (needed for planned transfers on a resident backend)");
+}
+
+void backend::copy_range_held(device_index, device_index, const tensor_ref&, const tensor_ref&, std::size_t, std::size_t) {
+  throw error(errc::internal, "backend '" + std::string(name()) +
+                                  "' does not implement copy_range_held (needed for planned transfers on a resident backend)");
+}
+
 namespace {
 
 class cpu_backend final : public backend {
@@ -335,6 +345,11 @@ class straggler_backend final : public backend {
   }
   tensor_ref copy_held(device_index src, device_index dst, const tensor_ref& v) override {
     return inner_->copy_held(src, dst, v);
+  }
+  tensor_ref allocate_held(device_index d, const shape_t& shape) override { return inner_->allocate_held(d, shape); }
+  void copy_range_held(device_index src, device_index dst, const tensor_ref& from, const tensor_ref& into,
+                       std::size_t first, std::size_t last) override {
+    inner_->copy_range_held(src, dst, from, into, first, last);
   }
   double copy_seconds(device_index src, device_index dst, double bytes) override {
     return inner_->copy_seconds(src, dst, bytes);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -26,7 +27,7 @@ namespace {
 
 /// What the fake GPU saw.
 struct gpu_counters {
-  std::atomic<int> kernels{0}, copies{0}, uploads{0}, to_host{0};
+  std::atomic<int> kernels{0}, copies{0}, uploads{0}, to_host{0}, chunks{0};
   std::mutex m;
   std::vector<std::string> violations;  // inputs on the wrong device, copies from the wrong device
   void violation(std::string what) {
@@ -40,15 +41,18 @@ class tagged_memory final : public device_memory {
  public:
   tagged_memory(tensor t, device_index dev, gpu_counters* n) : t_(std::move(t)), dev_(dev), n_(n) {}
   std::uint64_t bytes() const noexcept override { return t_.numel() * sizeof(float); }
+  shape_t shape() const override { return t_.shape(); }
   tensor to_host() const override {
     ++n_->to_host;
     return t_;
   }
   const tensor& value() const noexcept { return t_; }
+  /// The values, for a chunked transfer filling this copy (device memory is written through handles).
+  tensor& writable() const noexcept { return t_; }
   device_index device() const noexcept { return dev_; }
 
  private:
-  tensor t_;
+  mutable tensor t_;
   device_index dev_;
   gpu_counters* n_;
 };
@@ -91,6 +95,29 @@ class fake_gpu final : public actors::backend {
     REQUIRE(v.ptr);
     ++n_->uploads;
     return held(*v.ptr, dst);
+  }
+  tensor_ref allocate_held(device_index d, const shape_t& shape) override {
+    tensor t(shape);
+    std::fill(t.data(), t.data() + t.numel(), std::nanf(""));  // "uninitialized": a missed chunk shows
+    return held(std::move(t), d);
+  }
+  void copy_range_held(device_index src, device_index dst, const tensor_ref& from, const tensor_ref& into,
+                       std::size_t first, std::size_t last) override {
+    ++n_->chunks;
+    const auto* to = dynamic_cast<const tagged_memory*>(into.mem.get());
+    REQUIRE(to != nullptr);
+    if (to->device() != dst) n_->violation("chunk into memory of device " + std::to_string(to->device()));
+    const tensor* values = from.ptr.get();
+    if (const auto* m = dynamic_cast<const tagged_memory*>(from.mem.get())) {
+      if (m->device() != src) n_->violation("chunk from device " + std::to_string(src) + " of memory on device " +
+                                            std::to_string(m->device()));
+      values = &m->value();
+    } else {
+      ++n_->uploads;
+    }
+    REQUIRE(values != nullptr);
+    REQUIRE(last <= values->numel());
+    std::copy(values->data() + first, values->data() + last, to->writable().data() + first);
   }
 
  private:
@@ -204,7 +231,7 @@ TEST_CASE("resident backend: a kernel fault fails the run naming the op and its 
   CHECK(e.bytes_held() == 0);
 }
 
-TEST_CASE("resident backend with planned (chunked) transfers: chunks go through host memory, outputs intact") {
+TEST_CASE("resident backend with planned (chunked) transfers: chunks relayed device to device, outputs intact") {
   // cpu0 - cpu1 - cpu2 - cpu3: x on cpu0 is consumed on the three others, relayed chunk by chunk.
   std::vector<device> ds;
   for (int i = 0; i < 4; ++i) ds.push_back({"cpu" + std::to_string(i), device_kind::cpu, 1e10, 1e9, "localhost"});
@@ -230,13 +257,56 @@ TEST_CASE("resident backend with planned (chunked) transfers: chunks go through 
   const auto ref = execute_reference(g, 3);
   for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
     CAPTURE(mode == exec_mode::wc ? "wc" : "bsp");
-    n->uploads = 0;
+    n->uploads = n->copies = n->chunks = n->to_host = 0;
     auto r = e.run(g, p, run_options{}.with_mode(mode).with_seed(3).keep_all());
     REQUIRE(r.planned_tensors == 1);
     for (op_index i = 0; i < g.size(); ++i) CHECK(bitwise_equal(r.outputs[i], ref[i]));
-    CHECK(n->uploads == 3);  // x reached b, c and d's devices as host tensors
+    CHECK(n->uploads == 0);
+    CHECK(n->copies == 3);    // b, c and d back to cpu0, directly
+    CHECK(n->chunks >= 3 * 4);  // x in 4 chunks to cpu1, relayed on to cpu2 and cpu3
+    CHECK(n->to_host == static_cast<int>(g.size()));  // only the outputs returned
     CHECK(e.bytes_held() == 0);
   }
+  std::lock_guard lock(n->m);
+  CHECK(n->violations.empty());
+}
+
+TEST_CASE("a resident backend without chunked copies: a planned transfer fails the run with a clear error") {
+  class no_chunks final : public actors::backend {
+   public:
+    explicit no_chunks(std::shared_ptr<gpu_counters> n) : inner_(std::move(n)) {}
+    std::string_view name() const noexcept override { return "no-chunks"; }
+    bool resident() const noexcept override { return true; }
+    tensor execute(const graph& g, op_index i, std::span<const tensor* const> in, std::uint64_t seed) override {
+      return inner_.execute(g, i, in, seed);
+    }
+    tensor_ref execute_held(device_index d, const graph& g, op_index i, std::span<const tensor_ref* const> in,
+                            std::uint64_t seed) override {
+      return inner_.execute_held(d, g, i, in, seed);
+    }
+    tensor_ref copy_held(device_index s, device_index d, const tensor_ref& v) override { return inner_.copy_held(s, d, v); }
+
+   private:
+    fake_gpu inner_;
+  };
+  std::vector<device> ds;
+  for (int i = 0; i < 3; ++i) ds.push_back({"cpu" + std::to_string(i), device_kind::cpu, 1e10, 1e9, "localhost"});
+  cluster c("cpu-line3", ds, {}, {{"cpu0", "cpu1", 1e9, 0, true}, {"cpu1", "cpu2", 1e9, 0, true}});
+  graph_builder b("fan-out");
+  b.input("x", {64, 256});
+  b.unary(op_kind::silu, "b", "x");
+  b.unary(op_kind::silu, "c", "x");
+  graph g = std::move(b).build();
+  placement p;
+  p.device = {0, 1, 2};
+  transfer_options t;
+  t.mode = "planned";
+  t.method = "greedy";
+  t.chunk_bytes = 16 * 1024;
+  engine e(c, engine_options{}.with_transfers(t).with_custom_backend(
+                  std::make_shared<no_chunks>(std::make_shared<gpu_counters>())));
+  CHECK_THROWS_WITH_AS(e.run(g, p), doctest::Contains("does not implement allocate_held"), run_failure);
+  CHECK(e.bytes_held() == 0);
 }
 
 TEST_CASE("resident devices in two processes: tensors cross as host copies, outputs equal the reference") {

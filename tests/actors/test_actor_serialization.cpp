@@ -129,6 +129,7 @@ class counted_memory final : public device_memory {
  public:
   explicit counted_memory(tensor t, bool lost = false) : t_(std::move(t)), lost_(lost) {}
   std::uint64_t bytes() const noexcept override { return t_.numel() * sizeof(float); }
+  shape_t shape() const override { return t_.shape(); }
   tensor to_host() const override {
     ++copies;
     if (lost_) throw error(errc::internal, "device lost");

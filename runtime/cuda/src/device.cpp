@@ -246,6 +246,54 @@ device_tensor cuda_device::copy_from(const device_tensor& src, int stream, compl
   return dst;
 }
 
+namespace {
+void check_range(const char* what, std::size_t first, std::size_t last, std::size_t src_n, std::size_t dst_n) {
+  if (first > last || last > src_n || last > dst_n)
+    throw error(errc::bad_argument, std::string(what) + ": range [" + std::to_string(first) + ", " + std::to_string(last) +
+                                        ") is outside the tensors (" + std::to_string(src_n) + " and " +
+                                        std::to_string(dst_n) + " elements)");
+}
+}  // namespace
+
+void cuda_device::copy_range_from(const device_tensor& src, const device_tensor& dst, std::size_t first,
+                                  std::size_t last, int stream, completion_fn done, op_index op) {
+  if (src.empty() || dst.empty()) throw error(errc::bad_argument, "copy_range_from: empty tensor");
+  if (dst.device() != impl_->id || dst.owner_ != this)
+    throw error(errc::bad_argument, "copy_range_from: the destination is not on cuda device " + std::to_string(impl_->id));
+  check_range("copy_range_from", first, last, src.numel(), dst.numel());
+  stream_state& st = impl_->at(stream);
+  impl_->use();
+  std::lock_guard lock(st.launch_mu);
+  cudaEvent_t start = impl_->begin(st, done);
+  const int src_gpu = src.owner_->gpu();
+  if (src_gpu != impl_->options.gpu) src.owner_->impl_->grant_peer(impl_->options.gpu);
+  const std::size_t offset = first * sizeof(float), bytes = (last - first) * sizeof(float);
+  char* to = reinterpret_cast<char*>(dst.data()) + offset;
+  const char* from = reinterpret_cast<const char*>(src.data()) + offset;
+  if (bytes > 0) {
+    if (src_gpu == impl_->options.gpu)
+      DOPPLER_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, st.stream));
+    else
+      DOPPLER_CUDA_CHECK(cudaMemcpyPeerAsync(to, impl_->options.gpu, from, src_gpu, bytes, st.stream));
+  }
+  impl_->finish(st, start, completion{op, stream, 0.0, {}}, std::move(done));
+}
+
+void cuda_device::upload_range(const tensor& src, const device_tensor& dst, std::size_t first, std::size_t last,
+                               int stream) {
+  if (dst.empty()) throw error(errc::bad_argument, "upload_range: empty tensor");
+  if (dst.device() != impl_->id || dst.owner_ != this)
+    throw error(errc::bad_argument, "upload_range: the destination is not on cuda device " + std::to_string(impl_->id));
+  check_range("upload_range", first, last, src.numel(), dst.numel());
+  stream_state& st = impl_->at(stream);
+  impl_->use();
+  std::lock_guard lock(st.launch_mu);
+  if (last > first)
+    DOPPLER_CUDA_CHECK(cudaMemcpyAsync(dst.data() + first, src.data() + first, (last - first) * sizeof(float),
+                                       cudaMemcpyHostToDevice, st.stream));
+  DOPPLER_CUDA_CHECK(cudaStreamSynchronize(st.stream));
+}
+
 void cuda_device::synchronize() {
   impl_->use();
   for (auto& st : impl_->streams) DOPPLER_CUDA_CHECK(cudaStreamSynchronize(st->stream));

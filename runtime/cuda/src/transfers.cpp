@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace doppler::cuda {
 
@@ -149,12 +150,21 @@ std::atomic<unsigned> stream_counter{0};
 /// callback ran; a completion that reports an error throws. The promise is shared with the callback,
 /// so a callback that runs late (after an exception here) still finds it alive.
 template <class Enqueue>
-device_tensor wait_for(Enqueue&& enqueue) {
+auto wait_for(Enqueue&& enqueue) {
   auto finished = std::make_shared<std::promise<std::string>>();
   std::future<std::string> result = finished->get_future();
-  device_tensor out = enqueue([finished](const completion& c) { finished->set_value(c.error); });
-  if (std::string why = result.get(); !why.empty()) throw error(errc::internal, why);
-  return out;
+  auto check = [&result] {
+    if (std::string why = result.get(); !why.empty()) throw error(errc::internal, why);
+  };
+  completion_fn done = [finished](const completion& c) { finished->set_value(c.error); };
+  if constexpr (std::is_void_v<decltype(enqueue(completion_fn{}))>) {
+    enqueue(std::move(done));
+    check();
+  } else {
+    auto out = enqueue(std::move(done));
+    check();
+    return out;
+  }
 }
 }  // namespace
 
@@ -210,6 +220,29 @@ device_tensor cuda_executor::copy_to(int d, const device_tensor& src) {
 device_tensor cuda_executor::upload_to(int d, const tensor& t) {
   cuda_device& dev = at(d);
   return dev.upload(t, next_stream(dev));
+}
+
+device_tensor cuda_executor::allocate_on(int d, const shape_t& shape) {
+  cuda_device& dev = at(d);
+  const int stream = next_stream(dev);
+  device_tensor t = dev.allocate(shape, stream);
+  // stream-ordered allocation: other streams may use the memory once the allocation completed
+  dev.detail().use();
+  DOPPLER_CUDA_CHECK(cudaStreamSynchronize(dev.detail().at(stream).stream));
+  return t;
+}
+
+void cuda_executor::copy_range(int d, const device_tensor& src, const device_tensor& dst, std::size_t first,
+                               std::size_t last) {
+  cuda_device& dev = at(d);
+  const int stream = next_stream(dev);
+  wait_for([&](completion_fn done) { dev.copy_range_from(src, dst, first, last, stream, std::move(done)); });
+}
+
+void cuda_executor::upload_range(int d, const tensor& src, const device_tensor& dst, std::size_t first,
+                                 std::size_t last) {
+  cuda_device& dev = at(d);
+  dev.upload_range(src, dst, first, last, next_stream(dev));
 }
 
 tensor cuda_executor::download(const device_tensor& t) {

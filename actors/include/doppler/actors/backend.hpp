@@ -6,7 +6,8 @@
 /// scheduling, measured on a host that lacks the cluster's devices). A *resident* backend (`cuda`)
 /// keeps every output in its device's memory: device actors hold it there, run the consumers on it
 /// and copy it device to device (`execute_held`, `copy_held`); host copies are made only for the
-/// run's outputs, for messages to other processes and for chunked planned transfers.
+/// run's outputs and for messages to other processes (chunked planned transfers are relayed in
+/// device memory too: `allocate_held`, `copy_range_held`).
 
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
@@ -15,6 +16,7 @@
 
 #include <doppler/actors/tensor_ref.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -52,6 +54,15 @@ class backend {
   /// copy thread). The default copies into new host memory; resident backends copy into `dst`'s
   /// memory (device to device, or host to device for a tensor from another process).
   virtual tensor_ref copy_held(device_index src, device_index dst, const tensor_ref& v);
+  /// Planned (chunked) transfers on a resident backend: an uninitialized tensor of `shape` in device
+  /// `d`'s memory, which `copy_range_held` fills chunk by chunk. The default throws (a resident
+  /// backend must implement both for runs with planned transfers).
+  virtual tensor_ref allocate_held(device_index d, const shape_t& shape);
+  /// Copies elements [first, last) of `from` (held by device `src`: its memory, or a host tensor from
+  /// another process) into the same range of `into` (made by `allocate_held` on `dst`), on the calling
+  /// thread (a device's copy thread). The ranges of one tensor are written once each.
+  virtual void copy_range_held(device_index src, device_index dst, const tensor_ref& from, const tensor_ref& into,
+                               std::size_t first, std::size_t last);
   /// Called by a device's copy thread as a copy of `bytes` from device `src` to `dst` starts: the
   /// seconds it must at least take (0: as fast as the copy itself). Emulated devices reserve the
   /// route's links as the simulator does (a copy waits for earlier copies on the same links) and

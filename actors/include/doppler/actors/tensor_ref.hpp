@@ -5,6 +5,7 @@
 
 #include <doppler/runtime/tensor.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -18,6 +19,8 @@ class device_memory {
   virtual ~device_memory() = default;
   /// Bytes the tensor occupies on its device.
   virtual std::uint64_t bytes() const noexcept = 0;
+  /// Its shape.
+  virtual shape_t shape() const = 0;
   /// A host copy of the tensor's values (blocks until it is there). Throws on a device failure.
   virtual tensor to_host() const = 0;
 };
@@ -36,6 +39,10 @@ struct tensor_ref {
   std::uint64_t bytes() const noexcept {
     return ptr ? ptr->numel() * sizeof(float) : mem ? mem->bytes() : 0;
   }
+  /// Elements held (f32).
+  std::size_t numel() const noexcept { return static_cast<std::size_t>(bytes() / sizeof(float)); }
+  /// The shape of the tensor held (empty when nothing is held).
+  shape_t shape() const { return ptr ? ptr->shape() : mem ? mem->shape() : shape_t{}; }
   /// The host tensor: `ptr`, or a host copy of `mem` (blocks); null when empty.
   std::shared_ptr<const tensor> host() const {
     if (ptr || !mem) return ptr;

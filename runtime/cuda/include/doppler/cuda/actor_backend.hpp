@@ -6,8 +6,8 @@
 /// Resident (the default): every output stays in its virtual device's memory pool; the device
 /// actors hold it (`tensor_ref::mem`), run its consumers on it and copy it device to device for a
 /// consumer on another virtual device (`copy_held`: cudaMemcpyAsync within the GPU, peer copies
-/// across GPUs). Host copies happen only where the actor layer needs host memory: the run's outputs,
-/// messages to another process, chunked planned transfers (backend.hpp).
+/// across GPUs); planned transfers are relayed chunk by chunk in device memory (`copy_range_held`).
+/// Host copies happen only for the run's outputs and messages to another process (backend.hpp).
 /// Host-staged (`resident = false`): each op uploads its inputs and downloads its output (PCIe per
 /// op; kept for comparison).
 /// Register it with `engine_options{}.with_custom_backend(std::make_shared<cuda::actor_backend>(4,
@@ -27,6 +27,7 @@ class gpu_memory final : public actors::device_memory {
  public:
   gpu_memory(std::shared_ptr<cuda_executor> exec, device_tensor t) : exec_(std::move(exec)), t_(std::move(t)) {}
   std::uint64_t bytes() const noexcept override { return t_.bytes(); }
+  shape_t shape() const override { return t_.shape(); }
   tensor to_host() const override { return exec_->download(t_); }
   const device_tensor& value() const noexcept { return t_; }
 
@@ -73,6 +74,22 @@ class actor_backend final : public actors::backend {
   actors::tensor_ref copy_held(device_index, device_index dst, const actors::tensor_ref& v) override {
     if (!v) throw error(errc::bad_argument, "cuda: nothing to copy");
     return held(place_on(exec_->index_of(static_cast<int>(dst)), v));
+  }
+
+  actors::tensor_ref allocate_held(device_index d, const shape_t& shape) override {
+    return held(exec_->allocate_on(static_cast<int>(d), shape));
+  }
+  void copy_range_held(device_index, device_index dst, const actors::tensor_ref& from, const actors::tensor_ref& into,
+                       std::size_t first, std::size_t last) override {
+    const device_tensor* to = on_gpu(into);
+    if (to == nullptr) throw error(errc::bad_argument, "cuda: a chunk's destination is not GPU memory");
+    const int dev = exec_->index_of(static_cast<int>(dst));
+    if (const device_tensor* t = on_gpu(from))
+      exec_->copy_range(dev, *t, *to, first, last);
+    else if (from.ptr)  // a host tensor (from another process)
+      exec_->upload_range(dev, *from.ptr, *to, first, last);
+    else
+      throw error(errc::bad_argument, "cuda: a chunk's source holds nothing");
   }
 
  private:

@@ -120,6 +120,13 @@ class cuda_device {
   /// Copies `src` (on any virtual device) into a new tensor on this device, on `stream`:
   /// cudaMemcpyAsync within one GPU, cudaMemcpyPeerAsync across GPUs. `done` as for launch.
   device_tensor copy_from(const device_tensor& src, int stream = 0, completion_fn done = {}, op_index op = 0);
+  /// Copies elements [first, last) of `src` (on any virtual device) into the same range of `dst`
+  /// (on this device), on `stream`: one chunk of a store-and-forward relay. `done` as for launch.
+  /// Throws errc::bad_argument for a range outside either tensor or a `dst` of another device.
+  void copy_range_from(const device_tensor& src, const device_tensor& dst, std::size_t first, std::size_t last,
+                       int stream = 0, completion_fn done = {}, op_index op = 0);
+  /// Copies elements [first, last) of a host tensor into the same range of `dst` (blocks).
+  void upload_range(const tensor& src, const device_tensor& dst, std::size_t first, std::size_t last, int stream = 0);
   /// Store-and-forward in chunks of `chunk_bytes` along `path` (each hop a virtual device, the
   /// first must own src): chunk k crosses hop h once it reached hop h−1, so hops overlap. Returns
   /// the tensor on the last device; blocks until it arrived. Intermediate hops keep no copy.
@@ -202,6 +209,12 @@ class cuda_executor {
   device_tensor upload_to(int d, const tensor& t);
   /// A tensor of one of this executor's virtual devices copied back to the host (blocks).
   tensor download(const device_tensor& t);
+  /// An uninitialized tensor on index_of(d), usable from any stream once this returns.
+  device_tensor allocate_on(int d, const shape_t& shape);
+  /// Elements [first, last) of `src` (a device tensor of this executor, or a host tensor) copied
+  /// into the same range of `dst` (on index_of(d)); waits until they are there.
+  void copy_range(int d, const device_tensor& src, const device_tensor& dst, std::size_t first, std::size_t last);
+  void upload_range(int d, const tensor& src, const device_tensor& dst, std::size_t first, std::size_t last);
 
  private:
   cuda_device& at(int d);
