@@ -90,3 +90,34 @@ TEST_CASE("every workload on 4 virtual devices, resident and host-staged, wc and
     }
   }
 }
+
+TEST_CASE("planned transfers on the GPU: a tensor for three devices of a line, relayed chunk by chunk in device memory") {
+  if (!have_gpu()) return;
+  std::vector<device> ds;
+  for (int i = 0; i < 4; ++i) ds.push_back({"cpu" + std::to_string(i), device_kind::cpu, 1e10, 1e9, "localhost"});
+  std::vector<link_spec> ls;
+  for (int i = 0; i + 1 < 4; ++i) ls.push_back({"cpu" + std::to_string(i), "cpu" + std::to_string(i + 1), 1e9, 0, true});
+  cluster c("cpu-line4", ds, {}, ls);
+  graph_builder b("fan-out");
+  b.input("x", {64, 256});
+  b.unary(op_kind::silu, "b", "x");
+  b.unary(op_kind::silu, "c", "x");
+  b.unary(op_kind::silu, "d", "x");
+  b.reduce_sum("sum", {"b", "c", "d"});
+  graph g = std::move(b).build();
+  placement p;
+  p.device = {0, 1, 2, 3, 0};
+  transfer_options t;
+  t.mode = "planned";
+  t.method = "greedy";
+  t.chunk_bytes = 16 * 1024;
+  engine e(c, engine_options{}.with_transfers(t).with_custom_backend(
+                  std::make_shared<dc::actor_backend>(4, dc::device_options{})));
+  const auto ref = execute_reference(g, 3);
+  for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
+    auto r = e.run(g, p, run_options{}.with_mode(mode).with_seed(3).keep_all());
+    CHECK(r.planned_tensors == 1);
+    for (op_index i = 0; i < g.size(); ++i) CHECK(rel_error(r.outputs[i], ref[i]) <= 1e-4);
+    CHECK(e.bytes_held() == 0);
+  }
+}

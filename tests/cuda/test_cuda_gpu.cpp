@@ -284,6 +284,41 @@ TEST_CASE("cuda_executor (the actor backend's path) equals execute_op, from seve
   CHECK(bad.load() == 0);
 }
 
+TEST_CASE("cuda_executor's resident path: launch_on, copy_to, chunk ranges device to device and from the host") {
+  if (!have_gpu()) return;
+  dc::cuda_executor ex(3, dc::device_options{});
+  tensor h({333, 17});
+  fill_uniform(h, 5);
+  const dc::device_tensor on0 = ex.upload_to(0, h);
+  const dc::device_tensor on1 = ex.copy_to(1, on0);
+  CHECK(on1.device() == 1);
+  CHECK(bitwise_equal(ex.download(on1), h));
+  // a chunked relay 0 → 2 in uneven ranges, and a host → device relay into device 1
+  const dc::device_tensor into2 = ex.allocate_on(2, h.shape());
+  const dc::device_tensor into1 = ex.allocate_on(1, h.shape());
+  const std::size_t n = h.numel();
+  for (std::size_t k = 0; k < 5; ++k) {
+    ex.copy_range(2, on0, into2, n * k / 5, n * (k + 1) / 5);
+    ex.upload_range(1, h, into1, n * k / 5, n * (k + 1) / 5);
+  }
+  CHECK(bitwise_equal(ex.download(into2), h));
+  CHECK(bitwise_equal(ex.download(into1), h));
+  CHECK_THROWS_AS(ex.copy_range(2, on0, into2, 0, n + 1), error);  // past the end
+  CHECK_THROWS_AS(ex.copy_range(2, on0, into1, 0, 1), error);      // destination on another device
+  // launch_on: an op with its inputs resident equals the CPU kernel
+  const graph g = make_workload("ffnn", workload_params{});
+  const std::vector<tensor> ref = execute_reference(g, 4);
+  std::vector<dc::device_tensor> out(g.size());
+  for (op_index i : g.topo_order()) {
+    std::vector<const dc::device_tensor*> args;
+    for (op_index p : g[i].inputs) args.push_back(&out[p]);
+    out[i] = ex.launch_on(0, g, i, args, 4);
+  }
+  double worst = 0;
+  for (op_index i = 0; i < g.size(); ++i) worst = std::max(worst, rel_error(ex.download(out[i]), ref[i]));
+  CHECK(worst <= 1e-4);
+}
+
 TEST_CASE("NCCL send/recv between two GPUs") {
   if (!have_gpu()) return;
   if (dc::probe_gpus().devices < 2) {
