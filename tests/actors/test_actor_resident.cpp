@@ -12,6 +12,8 @@
 
 #include <doctest/doctest.h>
 
+#include "../fan_out.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -233,27 +235,12 @@ TEST_CASE("resident backend: a kernel fault fails the run naming the op and its 
 
 TEST_CASE("resident backend with planned (chunked) transfers: chunks relayed device to device, outputs intact") {
   // cpu0 - cpu1 - cpu2 - cpu3: x on cpu0 is consumed on the three others, relayed chunk by chunk.
-  std::vector<device> ds;
-  for (int i = 0; i < 4; ++i) ds.push_back({"cpu" + std::to_string(i), device_kind::cpu, 1e10, 1e9, "localhost"});
-  std::vector<link_spec> ls;
-  for (int i = 0; i + 1 < 4; ++i) ls.push_back({"cpu" + std::to_string(i), "cpu" + std::to_string(i + 1), 1e9, 0, true});
-  cluster c("cpu-line4", ds, {}, ls);
-  graph_builder b("fan-out");
-  b.input("x", {64, 256});
-  b.unary(op_kind::silu, "b", "x");
-  b.unary(op_kind::silu, "c", "x");
-  b.unary(op_kind::silu, "d", "x");
-  b.reduce_sum("sum", {"b", "c", "d"});
-  graph g = std::move(b).build();
-  placement p;
-  p.device = {0, 1, 2, 3, 0};
-  p.method = "hand";
-  transfer_options t;
-  t.mode = "planned";
-  t.method = "greedy";
-  t.chunk_bytes = 16 * 1024;
+  cluster c = testing::cpu_line();
+  testing::fan_out f;
+  const graph& g = f.g;
+  const placement& p = f.p;
   auto n = std::make_shared<gpu_counters>();
-  engine e(c, engine_options{}.with_transfers(t).with_custom_backend(std::make_shared<fake_gpu>(n)));
+  engine e(c, engine_options{}.with_transfers(testing::planned()).with_custom_backend(std::make_shared<fake_gpu>(n)));
   const auto ref = execute_reference(g, 3);
   for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
     CAPTURE(mode == exec_mode::wc ? "wc" : "bsp");
@@ -289,23 +276,11 @@ TEST_CASE("a resident backend without chunked copies: a planned transfer fails t
    private:
     fake_gpu inner_;
   };
-  std::vector<device> ds;
-  for (int i = 0; i < 3; ++i) ds.push_back({"cpu" + std::to_string(i), device_kind::cpu, 1e10, 1e9, "localhost"});
-  cluster c("cpu-line3", ds, {}, {{"cpu0", "cpu1", 1e9, 0, true}, {"cpu1", "cpu2", 1e9, 0, true}});
-  graph_builder b("fan-out");
-  b.input("x", {64, 256});
-  b.unary(op_kind::silu, "b", "x");
-  b.unary(op_kind::silu, "c", "x");
-  graph g = std::move(b).build();
-  placement p;
-  p.device = {0, 1, 2};
-  transfer_options t;
-  t.mode = "planned";
-  t.method = "greedy";
-  t.chunk_bytes = 16 * 1024;
-  engine e(c, engine_options{}.with_transfers(t).with_custom_backend(
+  cluster c = testing::cpu_line();
+  testing::fan_out f;
+  engine e(c, engine_options{}.with_transfers(testing::planned()).with_custom_backend(
                   std::make_shared<no_chunks>(std::make_shared<gpu_counters>())));
-  CHECK_THROWS_WITH_AS(e.run(g, p), doctest::Contains("does not implement allocate_held"), run_failure);
+  CHECK_THROWS_WITH_AS(e.run(f.g, f.p), doctest::Contains("does not implement allocate_held"), run_failure);
   CHECK(e.bytes_held() == 0);
 }
 

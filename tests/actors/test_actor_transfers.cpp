@@ -11,52 +11,23 @@
 
 #include <doctest/doctest.h>
 
+#include "../fan_out.hpp"
+
 #include <chrono>
 #include <thread>
 
 using namespace doppler;
+using doppler::testing::cpu_line;
+using doppler::testing::fan_out;
+using doppler::testing::planned;
 
 namespace {
-
-/// cpu0 - cpu1 - cpu2 - cpu3, duplex, 1 GB/s.
-cluster cpu_line() {
-  std::vector<device> ds;
-  for (int i = 0; i < 4; ++i) ds.push_back({"cpu" + std::to_string(i), device_kind::cpu, 1e10, 1e9, "localhost"});
-  std::vector<link_spec> ls;
-  for (int i = 0; i + 1 < 4; ++i) ls.push_back({"cpu" + std::to_string(i), "cpu" + std::to_string(i + 1), 1e9, 0, true});
-  return cluster("cpu-line4", ds, {}, ls);
-}
 
 link_index link_between(const cluster& c, node_index a, node_index b) {
   for (link_index l = 0; l < c.links().size(); ++l)
     if (c.links()[l].src == a && c.links()[l].dst == b) return l;
   FAIL("no link");
   return 0;
-}
-
-/// x (64 × 256 f32 = 64 KiB) on cpu0; silu(x) on cpu1, cpu2 and cpu3; their sum back on cpu0.
-struct fan_out {
-  graph g;
-  placement p;
-  fan_out() {
-    graph_builder b("fan-out");
-    b.input("x", {64, 256});
-    b.unary(op_kind::silu, "b", "x");
-    b.unary(op_kind::silu, "c", "x");
-    b.unary(op_kind::silu, "d", "x");
-    b.reduce_sum("sum", {"b", "c", "d"});
-    g = std::move(b).build();
-    p.device = {0, 1, 2, 3, 0};
-    p.method = "hand";
-  }
-};
-
-transfer_options planned(std::string method = "greedy") {
-  transfer_options t;
-  t.mode = "planned";
-  t.method = std::move(method);
-  t.chunk_bytes = 16 * 1024;  // 4 chunks of x
-  return t;
 }
 
 }  // namespace

@@ -11,28 +11,19 @@
 
 #include <doctest/doctest.h>
 
+#include "../fan_out.hpp"
+#include "gpu_test.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 using namespace doppler;
 namespace dc = doppler::cuda;
+using doppler::testing::have_gpu;
+using doppler::testing::rel_error;
 
 namespace {
-
-bool have_gpu() {
-  std::string why;
-  if (dc::gpu_available(&why)) return true;
-  MESSAGE("skipped: no GPU (" << why << ")");
-  return false;
-}
-
-double rel_error(const tensor& a, const tensor& ref) {
-  if (a.shape() != ref.shape()) return INFINITY;
-  double peak = 0;
-  for (float v : ref.values()) peak = std::max(peak, std::fabs(double(v)));
-  return max_abs_diff(a, ref) / std::max(peak, 1e-30);
-}
 
 workload_params small_params() {
   workload_params p;
@@ -93,25 +84,11 @@ TEST_CASE("every workload on 4 virtual devices, resident and host-staged, wc and
 
 TEST_CASE("planned transfers on the GPU: a tensor for three devices of a line, relayed chunk by chunk in device memory") {
   if (!have_gpu()) return;
-  std::vector<device> ds;
-  for (int i = 0; i < 4; ++i) ds.push_back({"cpu" + std::to_string(i), device_kind::cpu, 1e10, 1e9, "localhost"});
-  std::vector<link_spec> ls;
-  for (int i = 0; i + 1 < 4; ++i) ls.push_back({"cpu" + std::to_string(i), "cpu" + std::to_string(i + 1), 1e9, 0, true});
-  cluster c("cpu-line4", ds, {}, ls);
-  graph_builder b("fan-out");
-  b.input("x", {64, 256});
-  b.unary(op_kind::silu, "b", "x");
-  b.unary(op_kind::silu, "c", "x");
-  b.unary(op_kind::silu, "d", "x");
-  b.reduce_sum("sum", {"b", "c", "d"});
-  graph g = std::move(b).build();
-  placement p;
-  p.device = {0, 1, 2, 3, 0};
-  transfer_options t;
-  t.mode = "planned";
-  t.method = "greedy";
-  t.chunk_bytes = 16 * 1024;
-  engine e(c, engine_options{}.with_transfers(t).with_custom_backend(
+  cluster c = testing::cpu_line();
+  testing::fan_out f;
+  const graph& g = f.g;
+  const placement& p = f.p;
+  engine e(c, engine_options{}.with_transfers(testing::planned()).with_custom_backend(
                   std::make_shared<dc::actor_backend>(4, dc::device_options{})));
   const auto ref = execute_reference(g, 3);
   for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {

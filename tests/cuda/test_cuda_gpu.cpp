@@ -9,6 +9,8 @@
 
 #include <doctest/doctest.h>
 
+#include "gpu_test.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,23 +23,10 @@
 
 using namespace doppler;
 namespace dc = doppler::cuda;
+using doppler::testing::have_gpu;
+using doppler::testing::rel_error;
 
 namespace {
-
-bool have_gpu() {
-  std::string why;
-  if (dc::gpu_available(&why)) return true;
-  MESSAGE("skipped: no GPU (" << why << ")");
-  return false;
-}
-
-/// max |a − b| / max |ref|: the error relative to the reference tensor's scale.
-double rel_error(const tensor& a, const tensor& ref) {
-  if (a.shape() != ref.shape()) return INFINITY;
-  double peak = 0;
-  for (float v : ref.values()) peak = std::max(peak, std::fabs(double(v)));
-  return max_abs_diff(a, ref) / std::max(peak, 1e-30);
-}
 
 /// Every op of g on the GPU against the CPU reference; returns the worst relative error.
 double worst_error(const graph& g, std::uint64_t seed, std::string* worst_op) {
