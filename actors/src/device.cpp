@@ -723,7 +723,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         copy_done(self, std::move(m));
         settle(self);
       },
-      [=](collect_atom, std::uint64_t run) {
+      [=](collect_atom, std::uint64_t run) -> caf::result<std::vector<op_output>> {
         auto& st = self->state;
         std::vector<op_output> outs;
         if (!st.active || run != st.run) return outs;
@@ -731,9 +731,13 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         flush_done(self);
         for (std::uint32_t s = 0; s < st.buf.size(); ++s)  // home slots first, in op order
           if (st.buf[s] && st.keeps(s)) {
-            // the run's outputs go back in host memory (one copy per output held in device memory)
-            tensor_ref out{st.buf[s].host(), nullptr};
-            outs.push_back(op_output{st.sl->slot_op[st.base + s], std::move(out)});
+            const op_index i = st.sl->slot_op[st.base + s];
+            try {  // the run's outputs go back in host memory (one copy per output held in device memory)
+              outs.push_back(op_output{i, tensor_ref{st.buf[s].host(), nullptr}});
+            } catch (const std::exception& e) {
+              return caf::make_error(caf::sec::runtime_error, "output of op '" + (*st.plan->g)[i].id +
+                                                                  "' could not be copied to the host: " + e.what());
+            }
           }
         return outs;
       },

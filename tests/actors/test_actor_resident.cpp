@@ -41,11 +41,13 @@ struct gpu_counters {
 /// "Device memory" of the fake GPU: a host tensor that belongs to device `dev`.
 class tagged_memory final : public device_memory {
  public:
-  tagged_memory(tensor t, device_index dev, gpu_counters* n) : t_(std::move(t)), dev_(dev), n_(n) {}
+  tagged_memory(tensor t, device_index dev, gpu_counters* n, bool lost = false)
+      : t_(std::move(t)), dev_(dev), n_(n), lost_(lost) {}
   std::uint64_t bytes() const noexcept override { return t_.numel() * sizeof(float); }
   shape_t shape() const override { return t_.shape(); }
   tensor to_host() const override {
     ++n_->to_host;
+    if (lost_) throw error(errc::internal, "fake-gpu: device memory lost");
     return t_;
   }
   const tensor& value() const noexcept { return t_; }
@@ -57,11 +59,14 @@ class tagged_memory final : public device_memory {
   mutable tensor t_;
   device_index dev_;
   gpu_counters* n_;
+  bool lost_;  // to_host fails (a GPU that failed after the kernel)
 };
 
 class fake_gpu final : public actors::backend {
  public:
-  explicit fake_gpu(std::shared_ptr<gpu_counters> n, std::string fail_op = {}) : n_(std::move(n)), fail_(std::move(fail_op)) {}
+  /// Ops named `fail_op` throw; the output of `lose_op` cannot be copied to the host.
+  explicit fake_gpu(std::shared_ptr<gpu_counters> n, std::string fail_op = {}, std::string lose_op = {})
+      : n_(std::move(n)), fail_(std::move(fail_op)), lose_(std::move(lose_op)) {}
   std::string_view name() const noexcept override { return "fake-gpu"; }
   bool resident() const noexcept override { return true; }
   tensor execute(const graph&, op_index, std::span<const tensor* const>, std::uint64_t) override {
@@ -85,7 +90,8 @@ class fake_gpu final : public actors::backend {
       }
     }
     ++n_->kernels;
-    return held(execute_op(g, i, args, seed), d);
+    return tensor_ref{nullptr, std::make_shared<const tagged_memory>(execute_op(g, i, args, seed), d, n_.get(),
+                                                                     g[i].id == lose_)};
   }
   tensor_ref copy_held(device_index src, device_index dst, const tensor_ref& v) override {
     ++n_->copies;
@@ -125,7 +131,7 @@ class fake_gpu final : public actors::backend {
  private:
   tensor_ref held(tensor t, device_index d) { return tensor_ref{nullptr, std::make_shared<const tagged_memory>(std::move(t), d, n_.get())}; }
   std::shared_ptr<gpu_counters> n_;
-  std::string fail_;
+  std::string fail_, lose_;
 };
 
 graph small_block() {
@@ -229,6 +235,24 @@ TEST_CASE("resident backend: a kernel fault fails the run naming the op and its 
     CHECK(what.find("'" + g[victim].id + "'") != std::string::npos);
     CHECK(what.find("kernel fault") != std::string::npos);
     CHECK(what.find("cpu" + std::to_string(p.device[victim])) != std::string::npos);
+  }
+  CHECK(e.bytes_held() == 0);
+}
+
+TEST_CASE("resident backend: an output that cannot be copied back fails the run naming the op") {
+  cluster c = make_preset("cpu:2");
+  graph g = small_block();
+  op_index exit = 0;
+  for (op_index i = 0; i < g.size(); ++i)
+    if (g.succs(i).empty()) exit = i;
+  auto n = std::make_shared<gpu_counters>();
+  engine e(c, engine_options{}.with_custom_backend(std::make_shared<fake_gpu>(n, "", g[exit].id)));
+  CHECK_THROWS_WITH_AS(e.run(g, round_robin(g, c)), doctest::Contains("could not be copied to the host"), run_failure);
+  try {
+    e.run(g, round_robin(g, c));
+  } catch (const run_failure& f) {
+    CHECK(std::string(f.what()).find("'" + g[exit].id + "'") != std::string::npos);
+    CHECK(std::string(f.what()).find("device memory lost") != std::string::npos);
   }
   CHECK(e.bytes_held() == 0);
 }
