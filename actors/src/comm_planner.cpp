@@ -27,22 +27,25 @@ using planner_pointer = comm_planner_actor::stateful_pointer<comm_planner_state>
 void refine_in_background(planner_pointer self, const transfer_request& r) {
   auto& st = self->state;
   if (!st.refining.emplace(r.src, r.dsts, r.bytes).second) return;
-  self->spawn<caf::detached>([mp = st.mp, method = st.refine, refined = st.refined, r] {
+  // The work travels as a spawn argument, not a capture: CAF 0.17 applies a spawned function to its
+  // arguments through a tuple it leaves null when there are none (UBSan: null reference binding).
+  auto job = [mp = st.mp, method = st.refine, refined = st.refined](const transfer_request& q) {
     try {
-      auto better = mp->solve(r.src, r.dsts, r.bytes, method);
-      auto [found, now] = mp->cached(r.src, r.dsts, r.bytes);
+      auto better = mp->solve(q.src, q.dsts, q.bytes, method);
+      auto [found, now] = mp->cached(q.src, q.dsts, q.bytes);
       // as fast as the cached plan is enough (the slower method's plan is at least as good);
       // against direct copies it must be faster
       bool keep = now ? better->planned_seconds <= now->planned_seconds
-                      : better->planned_seconds < comm::direct_seconds(mp->topology(), r.src, r.dsts, r.bytes);
+                      : better->planned_seconds < comm::direct_seconds(mp->topology(), q.src, q.dsts, q.bytes);
       if (keep) {
-        mp->store(r.src, r.dsts, r.bytes, std::move(better));
+        mp->store(q.src, q.dsts, q.bytes, std::move(better));
         ++*refined;
       }
     } catch (const std::exception&) {
       // the fast plan stays; a refinement is an optimization, not a requirement
     }
-  });
+  };
+  self->spawn<caf::detached>(std::move(job), r);
 }
 
 comm_planner_actor::behavior_type comm_planner_impl(planner_pointer self, std::shared_ptr<const cluster> c,
