@@ -79,7 +79,10 @@ struct device_state {
   std::uint32_t base = 0;    // this device's first entry in the slot tables
   std::uint32_t home_n = 0;  // this device's home slots
   const slot_tables::home_op* recs = nullptr;  // recs[home slot]: that op's record
-  std::vector<tensor_ref> buf;     // buf[slot]: that op's output held on this device (host or device memory)
+  // buf[slot]: that op's output held on this device; with a resident backend mem[slot] instead (its
+  // device memory; mem is empty otherwise, so host backends' buffers stay one pointer per slot).
+  std::vector<std::shared_ptr<const tensor>> buf;
+  std::vector<std::shared_ptr<const device_memory>> mem;
   std::vector<std::uint32_t> refs;                 // uses left before buf[slot] can go
   std::uint64_t bytes = 0;
   std::vector<op_done_msg> done;  // completions not yet reported
@@ -124,7 +127,10 @@ struct device_state {
     return plan->keep == keep_outputs::all ? s < home_n : sl->slot_exit[base + s] != 0;
   }
   /// Slot s holds an output.
-  bool holds(std::uint32_t s) const { return s < buf.size() && static_cast<bool>(buf[s]); }
+  bool holds(std::uint32_t s) const { return s < buf.size() && (buf[s] || (resident && mem[s])); }
+  /// The output in slot s (which holds one).
+  tensor_ref value(std::uint32_t s) const { return tensor_ref{buf[s], resident ? mem[s] : nullptr}; }
+  std::uint64_t value_bytes(std::uint32_t s) const { return buf[s] ? buf[s]->numel() * sizeof(float) : mem[s]->bytes(); }
   /// Op i's slot on this device (UINT32_MAX: none — neither placed here nor sent here).
   std::uint32_t slot_of(op_index i) const { return plan->slot_on(i, opt.index); }
   /// The index e into run_plan::remote_dest of op i's output coming to this device, or UINT32_MAX.
@@ -136,13 +142,15 @@ struct device_state {
   void store(std::uint32_t s, tensor_ref t, std::uint32_t uses) {
     if (s >= buf.size() || (uses == 0 && !keeps(s))) return;
     bytes += t.bytes();
-    buf[s] = std::move(t);
+    buf[s] = std::move(t.ptr);
+    if (resident) mem[s] = std::move(t.mem);
     refs[s] = uses;
   }
   void release_use(std::uint32_t s) {
-    if (s < refs.size() && refs[s] > 0 && --refs[s] == 0 && buf[s] && !keeps(s)) {
-      bytes -= buf[s].bytes();
-      buf[s] = {};
+    if (s < refs.size() && refs[s] > 0 && --refs[s] == 0 && holds(s) && !keeps(s)) {
+      bytes -= value_bytes(s);
+      buf[s].reset();
+      if (resident) mem[s].reset();
     }
   }
   void clear() {
@@ -153,6 +161,7 @@ struct device_state {
     recs = nullptr;
     active = false;
     buf.clear();
+    mem.clear();
     refs.clear();
     bytes = 0;
     if (streams) streams->drop_queued();
@@ -285,7 +294,7 @@ void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
     // The per-op path of no-op kernels: no argument vector, no shared_ptr copies; the inputs' uses are
     // released once the kernel has returned (it reads them through plain pointers).
     st.ptrs.clear();
-    for (std::uint32_t k = 0; k < r.n_in; ++k) st.ptrs.push_back(st.buf[in[k]].ptr.get());
+    for (std::uint32_t k = 0; k < r.n_in; ++k) st.ptrs.push_back(st.buf[in[k]].get());
     if (st.group_n == 0) {  // opens a group
       st.group_t0 = clock != 0 ? clock : now_ns();
       st.group_first = st.done.size();
@@ -306,7 +315,7 @@ void launch(device_pointer self, std::uint32_t hs, std::int64_t& clock) {
   }
   std::vector<tensor_ref> args;
   args.reserve(r.n_in);
-  for (std::uint32_t k = 0; k < r.n_in; ++k) args.push_back(st.buf[in[k]]);
+  for (std::uint32_t k = 0; k < r.n_in; ++k) args.push_back(st.value(in[k]));
   release_inputs();
   device_actor me = self;
   st.streams->post(plan.rank[i], [me, plan = st.plan, kernels = st.opt.kernels, args = std::move(args), i,
@@ -434,7 +443,7 @@ bool start_relay(device_pointer self, op_index i) {
     return false;
   }
   for (std::uint32_t k = 0; k < tp->legs.size(); ++k)
-    if (tp->legs[k].after < 0) send_leg(self, i, k, st.buf[s]);
+    if (tp->legs[k].after < 0) send_leg(self, i, k, st.value(s));
   for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(s);
   return true;
 }
@@ -455,7 +464,7 @@ bool ship(device_pointer self, std::uint32_t hs) {
   for (std::uint32_t e = r.remote_begin; e < r.remote_begin + r.n_remote; ++e) {
     auto& o = st.outgoing[plan.remote_dest[e]];
     o.ops.push_back(i);
-    o.values.push_back(st.buf[hs]);
+    o.values.push_back(st.value(hs));
     ++st.outgoing_n;
     st.release_use(hs);
   }
@@ -516,6 +525,7 @@ void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
   st.home_n = st.sl->home_n(me);
   st.recs = st.sl->home.data() + st.sl->hbase[me];
   st.buf.resize(st.sl->count(me));
+  if (st.resident) st.mem.resize(st.sl->count(me));
   st.refs.assign(st.sl->count(me), 0);
   st.outgoing.resize(plan->devices.size());
   st.self_release = plan->released_by_devices();
@@ -604,7 +614,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
             return;
           }
           out[dsts[k]].ops.push_back(i);
-          out[dsts[k]].values.push_back(st.buf[s]);
+          out[dsts[k]].values.push_back(st.value(s));
           ++st.outgoing_n;
           st.release_use(s);
         }
@@ -730,10 +740,10 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         flush_out(self, true);
         flush_done(self);
         for (std::uint32_t s = 0; s < st.buf.size(); ++s)  // home slots first, in op order
-          if (st.buf[s] && st.keeps(s)) {
+          if (st.holds(s) && st.keeps(s)) {
             const op_index i = st.sl->slot_op[st.base + s];
             try {  // the run's outputs go back in host memory (one copy per output held in device memory)
-              outs.push_back(op_output{i, tensor_ref{st.buf[s].host(), nullptr}});
+              outs.push_back(op_output{i, tensor_ref{st.value(s).host(), nullptr}});
             } catch (const std::exception& e) {
               return caf::make_error(caf::sec::runtime_error, "output of op '" + (*st.plan->g)[i].id +
                                                                   "' could not be copied to the host: " + e.what());
