@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 namespace doppler::actors {
 
@@ -326,22 +327,12 @@ class straggler_backend final : public backend {
   }
   tensor execute_on(device_index d, const graph& g, op_index i, std::span<const tensor* const> inputs,
                     std::uint64_t seed) override {
-    const double f = d < factor_.size() ? factor_[d] : 1.0;
-    if (f == 1.0) return inner_->execute_on(d, g, i, inputs, seed);
-    const auto t0 = std::chrono::steady_clock::now();
-    tensor out = inner_->execute_on(d, g, i, inputs, seed);
-    slow_down(std::chrono::steady_clock::now() - t0, f);
-    return out;
+    return slowed(d, [&] { return inner_->execute_on(d, g, i, inputs, seed); });
   }
   bool resident() const noexcept override { return inner_->resident(); }
   tensor_ref execute_held(device_index d, const graph& g, op_index i, std::span<const tensor_ref* const> inputs,
                           std::uint64_t seed) override {
-    const double f = d < factor_.size() ? factor_[d] : 1.0;
-    if (f == 1.0) return inner_->execute_held(d, g, i, inputs, seed);
-    const auto t0 = std::chrono::steady_clock::now();
-    tensor_ref out = inner_->execute_held(d, g, i, inputs, seed);
-    slow_down(std::chrono::steady_clock::now() - t0, f);
-    return out;
+    return slowed(d, [&] { return inner_->execute_held(d, g, i, inputs, seed); });
   }
   tensor_ref copy_held(device_index src, device_index dst, const tensor_ref& v) override {
     return inner_->copy_held(src, dst, v);
@@ -358,9 +349,17 @@ class straggler_backend final : public backend {
   void interrupt(device_index d) noexcept override { inner_->interrupt(d); }
 
  private:
-  /// The op took `took`: sleep (f − 1) × as long, so that it occupies its device f × as long.
-  static void slow_down(std::chrono::steady_clock::duration took, double f) {
+  /// Runs `op` (one kernel on device d) and then sleeps (factor − 1) × its wall time, so that it
+  /// occupies its device factor × as long.
+  template <class Op>
+  std::invoke_result_t<Op> slowed(device_index d, Op&& op) {
+    const double f = d < factor_.size() ? factor_[d] : 1.0;
+    if (f == 1.0) return op();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = op();
+    const auto took = std::chrono::steady_clock::now() - t0;
     std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(took * (f - 1.0)));
+    return out;
   }
   std::shared_ptr<backend> inner_;
   std::vector<double> factor_;  // per device index: 1 = not slowed
