@@ -1,184 +1,19 @@
 // The device actor (protocol.hpp): buffers, worker threads with a priority ready queue, peer copies.
 
-#include <doppler/actors/device.hpp>
-#include <doppler/actors/run_plan.hpp>
+#include "device_state.hpp"
 
 #include <doppler/runtime/error.hpp>
 
-#include "worker_pool.hpp"
-
-#include <chrono>
+#include <algorithm>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <span>
-#include <unordered_map>
-#include <thread>
-#include <algorithm>
+#include <string>
 #include <utility>
 
 namespace doppler::actors {
+namespace device_detail {
 namespace {
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// An empty tensor that lives as long as the process (never freed), referenced by a shared_ptr that
-/// owns nothing (the aliasing constructor with an empty owner): its copies are plain pointer copies.
-std::shared_ptr<const tensor> immortal_empty() {
-  static const tensor* const t = new tensor();
-  return std::shared_ptr<const tensor>(std::shared_ptr<const tensor>(), t);
-}
-
-/// Emulated links: a copy that started at `t0_ns` takes at least `floor_s` seconds (0: no floor).
-void hold_until(std::int64_t t0_ns, double floor_s) {
-  if (floor_s > 0)
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(t0_ns)) +
-                                  std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(floor_s)));
-}
-
-/// Completions of the worker threads, handed to the device actor in batches: a worker appends its
-/// kernel_done and rings the doorbell (one kernel_done_msg with op = doorbell_op) only when the box was
-/// empty, so under load one message carries every kernel that finished meanwhile.
-constexpr op_index doorbell_op = UINT32_MAX;
-struct completion_box {
-  std::mutex m;
-  std::vector<kernel_done_msg> items;
-  /// Appends; true when the box was empty (the caller rings the doorbell).
-  bool put(kernel_done_msg&& k) {
-    std::lock_guard lock(m);
-    items.push_back(std::move(k));
-    return items.size() == 1;
-  }
-  void take(std::vector<kernel_done_msg>& out) {
-    out.clear();
-    std::lock_guard lock(m);
-    out.swap(items);
-  }
-};
-
-struct device_state {
-  device_options opt;
-  std::shared_ptr<completion_box> box = std::make_shared<completion_box>();
-  std::vector<kernel_done_msg> taken;  // the batch being handled (reused)
-  std::unique_ptr<worker_pool> streams;  // kernels
-  std::unique_ptr<worker_pool> copier;   // received tensors → own buffers
-  bool resident = false;                 // the backend keeps outputs in device memory (backend.hpp)
-
-  // ---- the current run ----
-  std::shared_ptr<const run_plan> plan;
-  std::uint64_t run = 0;
-  bool active = false;
-  dispatcher_actor dispatcher;
-  // Compact buffer slots (run_plan::slots): slot s holds op slot_op[base + s]'s output on this device;
-  // home slots (this device's own ops) come first. The arrays keep their capacity between runs.
-  const slot_tables* sl = nullptr;
-  std::uint32_t base = 0;    // this device's first entry in the slot tables
-  std::uint32_t home_n = 0;  // this device's home slots
-  const slot_tables::home_op* recs = nullptr;  // recs[home slot]: that op's record
-  // buf[slot]: that op's output held on this device; with a resident backend mem[slot] instead (its
-  // device memory; mem is empty otherwise, so host backends' buffers stay one pointer per slot).
-  std::vector<std::shared_ptr<const tensor>> buf;
-  std::vector<std::shared_ptr<const device_memory>> mem;
-  std::vector<std::uint32_t> refs;                 // uses left before buf[slot] can go
-  std::uint64_t bytes = 0;
-  std::vector<op_done_msg> done;  // completions not yet reported
-  std::vector<transfer_done_msg> arrived;  // received copies not yet reported
-  std::vector<const tensor*> ptrs;  // inline kernels' argument list (reused)
-  /// Inline kernels' time stamps: the back-to-back inline ops of one burst are timed in groups of up
-  /// to `clock_group` ops, one clock read per group; the ops of a group split its measured interval
-  /// evenly, in the order they ran (their op_done entries wait at the end of `done` until it closes).
-  static constexpr std::uint32_t clock_group = 8;
-  std::int64_t group_t0 = 0;    // start of the open group
-  std::size_t group_first = 0;  // its first entry in `done`
-  std::uint32_t group_n = 0;    // its ops (0: none open)
-  struct outbox {
-    std::vector<op_index> ops;
-    std::vector<tensor_ref> values;
-  };
-  std::vector<outbox> outgoing;  // per destination device: tensors not yet sent
-  std::size_t outgoing_n = 0;    // entries in `outgoing`
-  /// Device release (run_plan::device_release, wc): this device counts, for each of its own ops, the
-  /// producers whose output is not yet in its buffers, and runs the op when that reaches 0.
-  bool self_release = false;
-  std::vector<std::uint32_t> pending;  // pending[home slot]: producers not yet in the buffers
-  /// Inline backends: ops ready to run, a min-heap on (rank, home slot) — the placement's priority.
-  std::vector<std::pair<std::uint32_t, op_index>> ready;
-  /// The output of no-op kernels: one immortal empty tensor held without a control block, so that
-  /// copying it (every no-op output, on every device thread) touches no reference count.
-  std::shared_ptr<const tensor> empty = immortal_empty();
-  /// Planned transfers arriving here (as a destination or a relay): this device's copy of the tensor,
-  /// filled chunk by chunk, and how many chunks are in.
-  struct incoming {
-    std::shared_ptr<tensor> copy;  // host backends
-    tensor_ref held;               // resident backends: the copy in this device's memory
-    std::uint32_t got = 0;
-    std::int64_t start_ns = 0;
-  };
-  std::unordered_map<op_index, incoming> receiving;
-
-  static inline const char* name = "doppler.device";
-
-  /// The output in slot s stays after its last use (an exit, or every own op with keep_outputs::all).
-  bool keeps(std::uint32_t s) const {
-    return plan->keep == keep_outputs::all ? s < home_n : sl->slot_exit[base + s] != 0;
-  }
-  /// Slot s holds an output.
-  bool holds(std::uint32_t s) const { return s < buf.size() && (buf[s] || (resident && mem[s])); }
-  /// The output in slot s (which holds one).
-  tensor_ref value(std::uint32_t s) const { return tensor_ref{buf[s], resident ? mem[s] : nullptr}; }
-  std::uint64_t value_bytes(std::uint32_t s) const { return buf[s] ? buf[s]->numel() * sizeof(float) : mem[s]->bytes(); }
-  /// Op i's slot on this device (UINT32_MAX: none — neither placed here nor sent here).
-  std::uint32_t slot_of(op_index i) const { return plan->slot_on(i, opt.index); }
-  /// The index e into run_plan::remote_dest of op i's output coming to this device, or UINT32_MAX.
-  std::uint32_t remote_entry(op_index i) const {
-    for (std::uint32_t e = plan->remote_off[i]; e < plan->remote_off[i + 1]; ++e)
-      if (plan->remote_dest[e] == opt.index) return e;
-    return UINT32_MAX;
-  }
-  void store(std::uint32_t s, tensor_ref t, std::uint32_t uses) {
-    if (s >= buf.size() || (uses == 0 && !keeps(s))) return;
-    bytes += t.bytes();
-    buf[s] = std::move(t.ptr);
-    if (resident) mem[s] = std::move(t.mem);
-    refs[s] = uses;
-  }
-  void release_use(std::uint32_t s) {
-    if (s < refs.size() && refs[s] > 0 && --refs[s] == 0 && holds(s) && !keeps(s)) {
-      bytes -= value_bytes(s);
-      buf[s].reset();
-      if (resident) mem[s].reset();
-    }
-  }
-  void clear() {
-    // The run is over: kernels of it still running here may stop (emulate's holds do).
-    if (active && opt.kernels) opt.kernels->interrupt(opt.index);
-    plan.reset();
-    sl = nullptr;
-    recs = nullptr;
-    active = false;
-    buf.clear();
-    mem.clear();
-    refs.clear();
-    bytes = 0;
-    if (streams) streams->drop_queued();
-    self_release = false;
-    pending.clear();
-    ready.clear();
-    for (auto& o : outgoing) o = {};
-    outgoing_n = 0;
-    done.clear();
-    group_n = 0;
-    arrived.clear();
-    receiving.clear();
-    dispatcher = nullptr;
-  }
-};
-
-using device_pointer = device_actor::stateful_pointer<device_state>;
 
 void make_ready(device_pointer self, std::uint32_t hs);
 bool ship(device_pointer self, std::uint32_t hs);
@@ -193,11 +28,15 @@ void release_successors(device_pointer self, const std::uint32_t* first, const s
     if (n > 0 && --n == 0) make_ready(self, *first);
   }
 }
+}  // namespace
+
 /// Op i's output arrived here (remote_dest entry e): its consumers here count one producer less.
 void release_remote_successors(device_pointer self, std::uint32_t e) {
   const auto& t = *self->state.sl;
   release_successors(self, t.remote_succ.data() + t.rs_off[e], t.remote_succ.data() + t.rs_off[e + 1]);
 }
+
+namespace {
 
 /// Output of the kernel of home slot hs, finished: keep it while local consumers or transfers need it.
 /// With device release the output also goes to the consuming devices and releases the local consumers.
@@ -357,95 +196,6 @@ void copy_done(device_pointer self, copy_done_msg m) {
   if (m.copy && e != UINT32_MAX) st.store(st.sl->remote_slot[e], std::move(m.copy), st.sl->remote_uses[e]);
   st.arrived.push_back(transfer_done_msg{m.run, m.op, m.src, st.opt.index, m.start_ns, m.end_ns, bytes});
   if (st.self_release && e != UINT32_MAX) release_remote_successors(self, e);
-}
-
-/// Elements [first, last) of chunk k of a tensor of n elements cut into `chunks` pieces.
-std::pair<std::size_t, std::size_t> chunk_range(std::size_t n, std::uint32_t k, std::uint32_t chunks) {
-  return {n * k / chunks, n * (k + 1) / chunks};
-}
-
-/// Sends leg `leg` of op's planned transfer: its chunk is in `from` (this device's copy).
-void send_leg(device_pointer self, op_index i, std::uint32_t leg, const tensor_ref& from) {
-  auto& st = self->state;
-  const transfer_leg& l = st.plan->planned(i)->legs[leg];
-  self->send(st.plan->devices[l.to], chunk_atom::value, st.run, i, leg, from);
-}
-
-/// Chunk `leg` of op's planned transfer is in this device's copy: forward it along the legs that wait
-/// for it, and once every chunk meant for this device is in, keep the tensor (a destination) and report.
-void chunk_copied(device_pointer self, const chunk_copied_msg& m) {
-  auto& st = self->state;
-  const transfer_plan& tp = *st.plan->planned(m.op);
-  auto it = st.receiving.find(m.op);
-  if (it == st.receiving.end()) return;
-  auto& in = it->second;
-  tensor_ref copy = st.resident ? in.held : tensor_ref{in.copy, nullptr};
-  for (std::uint32_t k = 0; k < tp.legs.size(); ++k)
-    if (tp.legs[k].after == static_cast<std::int32_t>(m.leg)) send_leg(self, m.op, k, copy);
-  if (++in.got < tp.chunks_reaching(st.opt.index)) return;
-  if (std::binary_search(tp.destinations.begin(), tp.destinations.end(), st.opt.index)) {
-    std::uint64_t bytes = copy.bytes();
-    std::uint32_t e = st.remote_entry(m.op);
-    if (e != UINT32_MAX) st.store(st.sl->remote_slot[e], std::move(copy), st.sl->remote_uses[e]);
-    st.arrived.push_back(transfer_done_msg{m.run, m.op, tp.source, st.opt.index, in.start_ns, m.end_ns, bytes});
-    st.receiving.erase(it);
-    if (st.self_release && e != UINT32_MAX) release_remote_successors(self, e);
-    return;
-  }
-  st.receiving.erase(it);
-}
-
-/// Resident backends: chunk `leg` of op i's planned transfer arrived (`from`: the sender's copy, in
-/// its device's memory); this device's copy thread copies the chunk's range into this device's copy
-/// (allocated with the first chunk), device to device.
-void receive_chunk_held(device_pointer self, op_index i, std::uint32_t leg, tensor_ref from, std::int64_t start) {
-  auto& st = self->state;
-  const transfer_plan& tp = *st.plan->planned(i);
-  auto& in = st.receiving[i];
-  if (!in.held) {
-    try {
-      in.held = st.opt.kernels->allocate_held(st.opt.index, from.shape());
-    } catch (const std::exception& e) {
-      self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index, std::string("planned transfer: ") + e.what()});
-      return;
-    }
-    in.start_ns = start;
-  }
-  auto [first, last] = chunk_range(from.numel(), tp.legs[leg].chunk, tp.chunks);
-  const transfer_leg& l = tp.legs[leg];
-  device_actor me = self;
-  // As for host chunks: only this copy thread writes `held`, each range once.
-  st.copier->post(0, [me, run = st.run, i, leg, first, last, from_dev = l.from, to_dev = l.to,
-                      kernels = st.opt.kernels, chunk_bytes = (*st.plan->g)[i].bytes / tp.chunks,
-                      src = std::move(from), dst = in.held] {
-    auto t0 = now_ns();
-    double floor_s = kernels->copy_seconds(from_dev, to_dev, chunk_bytes);
-    try {
-      if (last > first) kernels->copy_range_held(from_dev, to_dev, src, dst, first, last);
-    } catch (const std::exception& e) {
-      caf::anon_send(me, op_failed_msg{run, i, to_dev, "planned transfer, chunk from device " +
-                                                           std::to_string(from_dev) + ": " + e.what()});
-      return;
-    }
-    hold_until(t0, floor_s);
-    caf::anon_send(me, chunk_copied_msg{run, i, leg, t0, now_ns()});
-  });
-}
-
-/// Starts the planned transfer of op i's output (held here): the legs that leave the source.
-bool start_relay(device_pointer self, op_index i) {
-  auto& st = self->state;
-  const transfer_plan* tp = st.plan->planned(i);
-  const std::uint32_t s = st.slot_of(i);
-  if (!st.holds(s) || !tp) {
-    self->send(st.dispatcher, op_failed_msg{st.run, i, st.opt.index,
-                                            "planned transfer of an output this device does not hold"});
-    return false;
-  }
-  for (std::uint32_t k = 0; k < tp->legs.size(); ++k)
-    if (tp->legs[k].after < 0) send_leg(self, i, k, st.value(s));
-  for (std::size_t k = 0; k < tp->destinations.size(); ++k) st.release_use(s);
-  return true;
 }
 
 /// Device release: op i just finished here; its output goes to every other device that consumes it
@@ -672,35 +422,8 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       [=](chunk_atom, std::uint64_t run, op_index i, std::uint32_t leg, tensor_ref& from) {
         auto& st = self->state;
         if (!st.active || run != st.run || !from) return;
-        const transfer_plan* tp = st.plan->planned(i);
-        if (!tp || leg >= tp->legs.size()) return;
-        auto& in = st.receiving[i];
-        auto start = now_ns();
-        if (st.resident) return receive_chunk_held(self, i, leg, std::move(from), start);
-        if (!from.ptr) from.ptr = from.host();  // a host backend cuts chunks from host memory
-        if (!in.copy) {
-          in.copy = from.ptr->empty() ? std::make_shared<tensor>() : std::make_shared<tensor>(from.ptr->shape());
-          in.start_ns = start;
-        }
-        auto [first, last] = chunk_range(from.ptr->numel(), tp->legs[leg].chunk, tp->chunks);
-        if (st.opt.kernels->runs_inline()) {  // null backend: nothing worth a copy thread
-          std::copy(from.ptr->data() + first, from.ptr->data() + last, in.copy->data() + first);
-          chunk_copied(self, chunk_copied_msg{run, i, leg, start, now_ns()});
-          return settle(self);
-        }
-        device_actor me = self;
-        const transfer_leg& l = tp->legs[leg];
-        // Only this device's copy thread writes `copy`, each range once; readers (the next legs) see a
-        // range after its chunk_copied message, so no range is read while written.
-        st.copier->post(0, [me, run, i, leg, first, last, from_dev = l.from, to_dev = l.to, kernels = st.opt.kernels,
-                            chunk_bytes = (*st.plan->g)[i].bytes / tp->chunks, src = std::move(from.ptr),
-                            dst = in.copy] {
-          auto t0 = now_ns();
-          double floor_s = kernels->copy_seconds(from_dev, to_dev, chunk_bytes);
-          if (last > first) std::memcpy(dst->data() + first, src->data() + first, (last - first) * sizeof(float));
-          hold_until(t0, floor_s);
-          caf::anon_send(me, chunk_copied_msg{run, i, leg, t0, now_ns()});
-        });
+        receive_chunk(self, i, leg, std::move(from));
+        settle(self);
       },
       [=](chunk_copied_msg& m) {
         auto& st = self->state;
@@ -768,10 +491,11 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
 }
 
 }  // namespace
+}  // namespace device_detail
 
 device_actor spawn_device(caf::actor_system& sys, device_options opt) {
   if (!opt.kernels) throw doppler::error(errc::bad_argument, "spawn_device: no backend");
-  return sys.spawn(device_impl, std::move(opt));
+  return sys.spawn(device_detail::device_impl, std::move(opt));
 }
 
 }  // namespace doppler::actors

@@ -207,6 +207,74 @@ TEST_CASE("resident backend, keep all: every op's output comes back in host memo
   CHECK(n->to_host == static_cast<int>(g.size()));
 }
 
+/// A resident backend that overrides only the host path: the defaults of `execute_held` and
+/// `copy_held` (backend.hpp) are what run it — inputs in another backend's device memory are copied to
+/// the host first, outputs and copies land in host memory.
+class host_fallback final : public actors::backend {
+ public:
+  std::string_view name() const noexcept override { return "host-fallback"; }
+  bool resident() const noexcept override { return true; }
+  tensor execute(const graph& g, op_index i, std::span<const tensor* const> inputs, std::uint64_t seed) override {
+    for (const tensor* in : inputs) REQUIRE(in != nullptr);  // every input reached the kernel in host memory
+    ++kernels;
+    return execute_op(g, i, inputs, seed);
+  }
+  std::atomic<int> kernels{0};
+};
+
+TEST_CASE("the default execute_held and copy_held: device-memory inputs staged through the host, outputs in host memory") {
+  graph g = small_block();
+  const auto ref = execute_reference(g, 3);
+  host_fallback b;
+  gpu_counters n;
+  // An op with inputs, fed the reference values of its producers: one in (fake) device memory, the
+  // others in host memory.
+  op_index i = 0;
+  while (g[i].inputs.size() < 2) ++i;
+  std::vector<tensor_ref> args;
+  for (std::size_t k = 0; k < g[i].inputs.size(); ++k) {
+    const tensor& v = ref[g[i].inputs[k]];
+    if (k == 0)
+      args.push_back(tensor_ref{nullptr, std::make_shared<const tagged_memory>(v, 1, &n)});
+    else
+      args.push_back(tensor_ref{std::make_shared<const tensor>(v), nullptr});
+  }
+  std::vector<const tensor_ref*> refs;
+  for (auto& a : args) refs.push_back(&a);
+  tensor_ref out = b.execute_held(1, g, i, refs, 3);
+  REQUIRE(out.ptr);
+  CHECK(!out.mem);
+  CHECK(bitwise_equal(*out.ptr, ref[i]));
+  CHECK(n.to_host == 1);  // the device-memory input, once
+  // copy_held: a new host tensor with the same values, from host or device memory.
+  tensor_ref from_mem{nullptr, std::make_shared<const tagged_memory>(ref[i], 0, &n)};
+  tensor_ref c1 = b.copy_held(0, 2, from_mem);
+  REQUIRE(c1.ptr);
+  CHECK(bitwise_equal(*c1.ptr, ref[i]));
+  CHECK(n.to_host == 2);
+  tensor_ref c2 = b.copy_held(0, 2, out);
+  REQUIRE(c2.ptr);
+  CHECK(c2.ptr != out.ptr);  // a copy, not a shared buffer
+  CHECK(bitwise_equal(*c2.ptr, ref[i]));
+}
+
+TEST_CASE("a resident backend on the default execute_held / copy_held runs a block through the engine") {
+  cluster c = make_preset("cpu:3");
+  auto b = std::make_shared<host_fallback>();
+  engine e(c, engine_options{}.with_streams(2).with_custom_backend(b));
+  graph g = small_block();
+  for (exec_mode mode : {exec_mode::wc, exec_mode::bsp}) {
+    CAPTURE(mode == exec_mode::wc ? "wc" : "bsp");
+    b->kernels = 0;
+    auto r = e.run(g, round_robin(g, c), run_options{}.with_mode(mode).with_seed(6).keep_all());
+    const auto ref = execute_reference(g, 6);
+    REQUIRE(r.outputs.size() == g.size());
+    for (op_index i = 0; i < g.size(); ++i) CHECK(bitwise_equal(r.outputs[i], ref[i]));
+    CHECK(b->kernels == static_cast<int>(g.size()));
+    CHECK(e.bytes_held() == 0);
+  }
+}
+
 TEST_CASE("resident backend behind a straggler: still resident, the slow device still computes right") {
   cluster c = make_preset("cpu:2");
   auto n = std::make_shared<gpu_counters>();
