@@ -104,7 +104,7 @@ void add_train(CLI::App& app) {
     std::vector<std::string> real_stragglers;
     std::string teacher = "auto", phases = "il,sim";
     int teacher_budget = 2000, episodes = 0;
-    std::string algorithm = "reinforce";
+    std::string algorithm = "reinforce", baseline = "mean";
     learner::train_options t;
     learner::policy_options p;
   };
@@ -175,6 +175,11 @@ void add_train(CLI::App& app) {
   cmd->add_option("--baseline-decay", o->t.baseline_decay,
                   "Phase II/III baseline: 0 = running mean of all costs (paper), else EMA decay per update")
       ->check(finite_in(0, learner::train_limits::baseline_decay_max))
+      ->capture_default_str();
+  cmd->add_option("--baseline", o->baseline,
+                  "Phase II baseline: mean (running mean of every cost so far, the paper's), batch (the update "
+                  "batch's mean) or greedy (self-critical: the current greedy placement's cost, one more "
+                  "simulation per update); phase III always uses the running mean")
       ->capture_default_str();
   cmd->add_option("--normalize-advantages", o->t.normalize_advantages,
                   "Phase II/III: divide advantages by the batch's cost spread (true|false)")->capture_default_str();
@@ -257,6 +262,7 @@ void add_train(CLI::App& app) {
       if (!given("--teacher")) o->teacher = cur.teacher;
       if (!given("--teacher-budget")) o->teacher_budget = cur.teacher_budget;
       if (!given("--algorithm")) o->algorithm = t.ppo ? "ppo" : "reinforce";
+      if (!given("--baseline")) o->baseline = std::string(learner::baseline_name(t.baseline));
       if (given("--temperature")) t.temperature = o->t.temperature;
       if (given("--seed")) t.seed = o->t.seed;
       if (given("--hidden")) p.hidden = o->p.hidden;
@@ -280,6 +286,11 @@ void add_train(CLI::App& app) {
     if (o->algorithm != "reinforce" && o->algorithm != "ppo")
       throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o->algorithm + "' (reinforce, ppo)");
     o->t.ppo = o->algorithm == "ppo";
+    try {
+      o->t.baseline = learner::parse_baseline(o->baseline);
+    } catch (const error&) {
+      throw error(errc::bad_argument, "", "--baseline", "unknown baseline '" + o->baseline + "' (mean, batch, greedy)");
+    }
     o->p.seed = o->t.seed;
     o->p.hint_model = o->t.sim.model;
     o->p.kind = learner::parse_policy_kind(o->kind);
@@ -361,7 +372,8 @@ void add_train(CLI::App& app) {
         po.hidden, po.steps, po.proj,
         po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes,
-        o->t.ppo ? fmt::format("PPO, clip {}, {} epochs", o->t.ppo_clip, o->t.ppo_epochs) : std::string("REINFORCE"),
+        (o->t.ppo ? fmt::format("PPO, clip {}, {} epochs", o->t.ppo_clip, o->t.ppo_epochs) : std::string("REINFORCE")) +
+            (o->t.baseline == learner::baseline_kind::mean ? std::string() : fmt::format(", {} baseline", learner::baseline_name(o->t.baseline))),
         o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);
     double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);

@@ -104,7 +104,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   if (j.contains("reinforce")) {
     const auto& s = j["reinforce"];
     r.keys(s, "reinforce", {"lr", "lr_final", "temperature", "epsilon", "entropy", "entropy_final", "gamma",
-                            "baseline_decay", "normalize_advantages", "advantage_floor", "algorithm", "ppo_clip",
+                            "baseline_decay", "baseline", "normalize_advantages", "advantage_floor", "algorithm", "ppo_clip",
                             "ppo_epochs", "self_imitation"});
     r.number(s, "reinforce", "lr", t.rl_lr, L::lr_min, L::lr_max);
     r.number(s, "reinforce", "lr_final", t.lr_final, 0, 1);
@@ -114,6 +114,11 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     r.number(s, "reinforce", "entropy_final", t.entropy_final, 0, L::entropy_max);
     r.number(s, "reinforce", "gamma", t.gamma, 0, 1);
     r.number(s, "reinforce", "baseline_decay", t.baseline_decay, 0, L::baseline_decay_max);
+    if (s.contains("baseline")) {
+      if (!s["baseline"].is_string() || (s["baseline"] != "mean" && s["baseline"] != "batch" && s["baseline"] != "greedy"))
+        r.fail(errc::bad_value, "reinforce.baseline", "must be \"mean\", \"batch\" or \"greedy\"");
+      t.baseline = parse_baseline(s["baseline"].get<std::string>());
+    }
     r.boolean(s, "reinforce", "normalize_advantages", t.normalize_advantages);
     r.number(s, "reinforce", "advantage_floor", t.advantage_floor, 0, 1);
     if (s.contains("algorithm")) {

@@ -117,6 +117,21 @@ void check_train_options(const train_options& o) {
   }
 }
 
+std::string_view baseline_name(baseline_kind k) noexcept {
+  switch (k) {
+    case baseline_kind::batch: return "batch";
+    case baseline_kind::greedy: return "greedy";
+    case baseline_kind::mean: break;
+  }
+  return "mean";
+}
+
+baseline_kind parse_baseline(std::string_view name) {
+  for (auto k : {baseline_kind::mean, baseline_kind::batch, baseline_kind::greedy})
+    if (baseline_name(k) == name) return k;
+  throw error(errc::bad_argument, "learner: unknown baseline '" + std::string(name) + "' (mean, batch, greedy)");
+}
+
 train_result train(policy& pol, const problem& pb, const train_options& opt) {
   const problem* one = &pb;
   return train(pol, std::span<const problem* const>(&one, 1), opt);
@@ -223,10 +238,13 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       double batch_mean = 0;
       for (double c : costs) batch_mean += c;
       batch_mean /= static_cast<double>(costs.size());
-      // The paper's running mean of every cost so far, or (baseline_decay > 0) an exponential one.
+      // The paper's running mean of every cost so far, or (baseline_decay > 0) an exponential one;
+      // in phase II optionally the batch's mean or the greedy placement's cost (baseline_kind).
       double baseline = cost_n[k] == 0 ? batch_mean
                         : opt.baseline_decay > 0 ? ema[k]
                                                  : cost_sum[k] / static_cast<double>(cost_n[k]);
+      if (stream == 0 && opt.baseline == baseline_kind::batch) baseline = batch_mean;
+      if (stream == 0 && opt.baseline == baseline_kind::greedy) baseline = cost(k, pol.place(q));  // self-critical
       ema[k] = cost_n[k] == 0 ? batch_mean : opt.baseline_decay * ema[k] + (1 - opt.baseline_decay) * batch_mean;
       adv = reinforce_advantages(costs, baseline, opt.normalize_advantages, opt.advantage_floor);
       const double beta = lerp(opt.entropy, opt.entropy_final, x);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace doppler::learner {
@@ -26,6 +27,20 @@ struct train_row {
   double agreement = -1;    ///< il: fraction of steps whose op and device were the teacher's; rl: −1
   int problem = 0;          ///< which problem of a multi-problem train() (0 with one)
 };
+
+
+/// The REINFORCE baseline of phase II's advantages, (baseline − cost) / baseline:
+/// - `mean`: the running mean of every cost so far (the paper's; with baseline_decay > 0 an
+///   exponential mean over updates);
+/// - `batch`: the mean cost of the update's own batch (episodes sampled by the same parameters);
+/// - `greedy`: the cost of the current parameters' greedy placement, simulated once per update
+///   (self-critical: Rennie et al. 2017, Kool et al. 2019): a sample is reinforced exactly when it
+///   beats what the policy would deploy now.
+enum class baseline_kind { mean, batch, greedy };
+/// "mean", "batch", "greedy".
+std::string_view baseline_name(baseline_kind k) noexcept;
+/// The kind named `name`; throws errc::bad_argument listing the names.
+baseline_kind parse_baseline(std::string_view name);
 
 struct train_options {
   int il_episodes = 200;        ///< phase I episodes
@@ -52,6 +67,8 @@ struct train_options {
   bool normalize_advantages = true;   ///< divide advantages by the batch's relative cost σ ...
   double advantage_floor = 0.01;      ///< ... or by this, when σ is smaller (reinforce_advantages)
   double baseline_decay = 0;    ///< 0: running mean of all costs (the paper); else EMA decay per update
+  /// Phase II's REINFORCE baseline (baseline_kind); phase III always uses the running mean.
+  baseline_kind baseline = baseline_kind::mean;
   /// Phase II update: false = REINFORCE (the paper), true = PPO (policy::ppo_update) with the same
   /// advantages, ppo_epochs steps per batch clipped at 1 ± ppo_clip. Phase III stays REINFORCE.
   bool ppo = false;
