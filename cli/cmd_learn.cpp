@@ -288,8 +288,8 @@ void add_train(CLI::App& app) {
     o->t.ppo = o->algorithm == "ppo";
     try {
       o->t.baseline = learner::parse_baseline(o->baseline);
-    } catch (const error&) {
-      throw error(errc::bad_argument, "", "--baseline", "unknown baseline '" + o->baseline + "' (mean, batch, greedy)");
+    } catch (const error& e) {
+      throw error(e.code(), "", "--baseline", e.reason());
     }
     o->p.seed = o->t.seed;
     o->p.hint_model = o->t.sim.model;

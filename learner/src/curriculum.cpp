@@ -115,9 +115,12 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     r.number(s, "reinforce", "gamma", t.gamma, 0, 1);
     r.number(s, "reinforce", "baseline_decay", t.baseline_decay, 0, L::baseline_decay_max);
     if (s.contains("baseline")) {
-      if (!s["baseline"].is_string() || (s["baseline"] != "mean" && s["baseline"] != "batch" && s["baseline"] != "greedy"))
-        r.fail(errc::bad_value, "reinforce.baseline", "must be \"mean\", \"batch\" or \"greedy\"");
-      t.baseline = parse_baseline(s["baseline"].get<std::string>());
+      if (!s["baseline"].is_string()) r.fail(errc::bad_type, "reinforce.baseline", "expected a string (mean, batch, greedy)");
+      try {
+        t.baseline = parse_baseline(s["baseline"].get<std::string>());
+      } catch (const error& e) {
+        r.fail(errc::bad_value, "reinforce.baseline", e.reason());
+      }
     }
     r.boolean(s, "reinforce", "normalize_advantages", t.normalize_advantages);
     r.number(s, "reinforce", "advantage_floor", t.advantage_floor, 0, 1);

@@ -129,7 +129,7 @@ std::string_view baseline_name(baseline_kind k) noexcept {
 baseline_kind parse_baseline(std::string_view name) {
   for (auto k : {baseline_kind::mean, baseline_kind::batch, baseline_kind::greedy})
     if (baseline_name(k) == name) return k;
-  throw error(errc::bad_argument, "learner: unknown baseline '" + std::string(name) + "' (mean, batch, greedy)");
+  throw error(errc::bad_argument, "unknown baseline '" + excerpt(name) + "' (mean, batch, greedy)");
 }
 
 train_result train(policy& pol, const problem& pb, const train_options& opt) {

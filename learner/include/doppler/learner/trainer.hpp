@@ -28,7 +28,6 @@ struct train_row {
   int problem = 0;          ///< which problem of a multi-problem train() (0 with one)
 };
 
-
 /// The REINFORCE baseline of phase II's advantages, (baseline − cost) / baseline:
 /// - `mean`: the running mean of every cost so far (the paper's; with baseline_decay > 0 an
 ///   exponential mean over updates);
