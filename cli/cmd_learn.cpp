@@ -189,6 +189,10 @@ void add_train(CLI::App& app) {
   cmd->add_option("--ppo-clip", o->t.ppo_clip, "PPO: clip the probability ratio to 1 ± this")
       ->check(finite_in(learner::train_limits::ppo_clip_min, learner::train_limits::ppo_clip_max))->capture_default_str();
   cmd->add_option("--ppo-epochs", o->t.ppo_epochs, "PPO: Adam steps per batch")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--ppo-target-kl", o->t.ppo_target_kl,
+                  "PPO: early stopping; skip a batch's remaining epochs once the mean per-step KL from the sampling "
+                  "policy exceeds 1.5x this (0: off; 0.01 is the usual value)")
+      ->check(finite_in(0, learner::train_limits::ppo_target_kl_max))->capture_default_str();
   cmd->add_option("--self-imitation", o->t.self_imitation,
                   "Phase II: imitation steps on the best episode sampled so far after every update (0: off), so "
                   "the greedy policy follows the best placement found")->check(CLI::Range(0, 1000000))->capture_default_str();
@@ -259,6 +263,7 @@ void add_train(CLI::App& app) {
       if (given("--self-imitation")) t.self_imitation = o->t.self_imitation;
       if (given("--ppo-clip")) t.ppo_clip = o->t.ppo_clip;
       if (given("--ppo-epochs")) t.ppo_epochs = o->t.ppo_epochs;
+      if (given("--ppo-target-kl")) t.ppo_target_kl = o->t.ppo_target_kl;
       if (!given("--teacher")) o->teacher = cur.teacher;
       if (!given("--teacher-budget")) o->teacher_budget = cur.teacher_budget;
       if (!given("--algorithm")) o->algorithm = t.ppo ? "ppo" : "reinforce";
@@ -372,7 +377,9 @@ void add_train(CLI::App& app) {
         po.hidden, po.steps, po.proj,
         po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes,
-        (o->t.ppo ? fmt::format("PPO, clip {}, {} epochs", o->t.ppo_clip, o->t.ppo_epochs) : std::string("REINFORCE")) +
+        (o->t.ppo ? fmt::format("PPO, clip {}, {} epochs{}", o->t.ppo_clip, o->t.ppo_epochs,
+                                o->t.ppo_target_kl > 0 ? fmt::format(", target KL {}", o->t.ppo_target_kl) : std::string())
+                  : std::string("REINFORCE")) +
             (o->t.baseline == learner::baseline_kind::mean ? std::string() : fmt::format(", {} baseline", learner::baseline_name(o->t.baseline))),
         o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);
@@ -421,13 +428,14 @@ void add_train(CLI::App& app) {
         "cp {:.6g} s, lower bound {:.6g} s\n"
         "initial greedy {:.6g} s; after training: greedy {:.6g} s ({:.3f}x cp; last parameters {:.6g} s), best {:.6g} s ({:.3f}x cp)\n"
         "{}"
-        "phase I {:.1f} s, phase II {:.1f} s ({:.1f} ms per episode); wrote {}\n",
+        "phase I {:.1f} s, phase II {:.1f} s ({:.1f} ms per episode{}); wrote {}\n",
         r.cp_makespan, r.lower_bound, r.initial_greedy_makespan, r.greedy_makespan, r.greedy_makespan / r.cp_makespan, r.last_greedy_makespan,
         r.best_makespan, r.best_makespan / r.cp_makespan,
         o->t.il_episodes > 0 ? fmt::format("teacher agreement after phase I {:.1f}% (SEL {:.1f}%, PLC {:.1f}%)\n", 100 * r.final_agreement,
                                            100 * r.final_sel_agreement, 100 * r.final_plc_agreement)
                              : std::string("no phase I (--il-episodes 0)\n"),
-        r.il_seconds, r.rl_seconds, eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0, o->out);
+        r.il_seconds, r.rl_seconds, eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0,
+        r.ppo_epochs_mean > 0 ? fmt::format("; PPO {:.2f} epochs per update", r.ppo_epochs_mean) : std::string(), o->out);
     if (real > 0)
       std::cout << fmt::format("phase III (learner actor): {}measured greedy makespan {:.6g} s -> {:.6g} s (after a warm-up run; "
                                "one measurement each: compare placements with `doppler run`; {} episodes, {}{}, {:.1f} s)\n",

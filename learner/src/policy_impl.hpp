@@ -170,6 +170,7 @@ struct policy::impl {
   detail::net model{nullptr};
   std::unique_ptr<torch::optim::Adam> adam;
   std::uint64_t version = 1;
+  int ppo_epochs = 0;  // Adam steps of the last ppo_update (policy::last_ppo_epochs)
   std::unordered_map<std::uint64_t, detail::graph_tensors> graphs;
   std::unordered_map<std::uint64_t, rollout_cache> caches;
   std::unordered_map<std::uint64_t, placement> hints;  // policy_options::hint's placement per problem

@@ -135,11 +135,13 @@ double policy::reinforce_update(const problem& pb, std::span<const episode> eps,
 }
 
 double policy::ppo_update(const problem& pb, std::span<const episode> eps, std::span<const double> advantages,
-                          double gamma, double entropy_weight, double clip, int epochs) {
+                          double gamma, double entropy_weight, double clip, int epochs, double target_kl) {
   if (eps.empty()) return 0;
   if (advantages.size() != eps.size()) throw error(errc::bad_argument, "learner: one advantage per episode");
   if (epochs < 1) throw error(errc::bad_argument, "learner: PPO needs at least one epoch");
   if (!(clip > 0) || !std::isfinite(clip)) throw error(errc::bad_argument, "learner: PPO clip must be > 0");
+  if (!(target_kl >= 0) || !std::isfinite(target_kl))
+    throw error(errc::bad_argument, "learner: PPO target KL must be >= 0 (0: no early stopping)");
   if (is_baseline(impl_->opt.kind))
     throw error(errc::bad_argument, "learner: PPO updates the dual and joint policies only (this policy is " +
                                         policy_kind_name(impl_->opt.kind) + "; use REINFORCE)");
@@ -159,25 +161,38 @@ double policy::ppo_update(const problem& pb, std::span<const episode> eps, std::
     }
   }
   double first = 0;
+  impl_->ppo_epochs = 0;
   for (int k = 0; k < epochs; ++k) {
     auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
     torch::Tensor loss = torch::zeros({});
+    double kl_sum = 0;  // Σ over steps of r − 1 − log r (≥ 0, unbiased for KL(π_old ‖ π) on π_old's samples)
+    std::int64_t kl_n = 0;
     for (std::size_t i = 0; i < eps.size(); ++i) {
       const auto t = static_cast<std::int64_t>(eps[i].steps());
       auto st = impl_->model->terms(e, ets[i], eps[i].temperature);
       mask_ablation(st, impl_->opt.ablation);
-      auto ratio = torch::exp(st.sel_taken + st.plc_taken - old_lp[i]);
+      auto log_ratio = st.sel_taken + st.plc_taken - old_lp[i];
+      auto ratio = torch::exp(log_ratio);
+      if (target_kl > 0 && k > 0) {
+        torch::NoGradGuard ng;
+        kl_sum += (ratio - 1 - log_ratio).sum().item<double>();
+        kl_n += t;
+      }
       auto a = disc[i] * advantages[i];
       auto surrogate = torch::min(ratio * a, ratio.clamp(1.0 - clip, 1.0 + clip) * a).sum();
       auto ent = (st.sel_ent + st.plc_ent).sum();
       loss = loss - (surrogate + entropy_weight * ent) / static_cast<double>(std::max<std::int64_t>(t, 1));
     }
+    if (kl_n > 0 && kl_sum / static_cast<double>(kl_n) > 1.5 * target_kl) break;
     loss = loss / static_cast<double>(eps.size());
     if (k == 0) first = loss.item<double>();
     impl_->step(loss);
+    ++impl_->ppo_epochs;
   }
   return first;
 }
+
+int policy::last_ppo_epochs() const { return impl_->ppo_epochs; }
 
 double policy::recompute_log_prob(const problem& pb, const episode& ep) {
   if (is_baseline(impl_->opt.kind)) {

@@ -114,6 +114,7 @@ void check_train_options(const train_options& o) {
   if (o.ppo) {
     number("ppo_clip", o.ppo_clip, L::ppo_clip_min, L::ppo_clip_max);
     count("ppo_epochs", o.ppo_epochs, 1);
+    number("ppo_target_kl", o.ppo_target_kl, 0, L::ppo_target_kl_max);
   }
 }
 
@@ -213,6 +214,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   // baseline; the advantage is relative, (baseline − cost) / baseline, so the step size does not
   // depend on the time unit. Phase II's costs come from the simulator, phase III's from opt.measure.
   std::function<void(int)> on_update;
+  long ppo_steps = 0, ppo_updates = 0;  // phase II's PPO Adam steps and updates (ppo_epochs_mean)
   auto reinforce = [&](const char* phase, int episodes, int batch_size,
                        const std::function<double(std::size_t, const placement&)>& cost, std::uint64_t stream) {
     std::vector<double> cost_sum(n_pb, 0.0), ema(n_pb, 0.0), self_best(n_pb, std::numeric_limits<double>::infinity());
@@ -248,8 +250,13 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       ema[k] = cost_n[k] == 0 ? batch_mean : opt.baseline_decay * ema[k] + (1 - opt.baseline_decay) * batch_mean;
       adv = reinforce_advantages(costs, baseline, opt.normalize_advantages, opt.advantage_floor);
       const double beta = lerp(opt.entropy, opt.entropy_final, x);
-      double loss = opt.ppo && stream == 0 ? pol.ppo_update(q, batch, adv, opt.gamma, beta, opt.ppo_clip, opt.ppo_epochs)
-                                           : pol.reinforce_update(q, batch, adv, opt.gamma, beta);
+      const bool ppo = opt.ppo && stream == 0;
+      double loss = ppo ? pol.ppo_update(q, batch, adv, opt.gamma, beta, opt.ppo_clip, opt.ppo_epochs, opt.ppo_target_kl)
+                        : pol.reinforce_update(q, batch, adv, opt.gamma, beta);
+      if (ppo) {
+        ppo_steps += pol.last_ppo_epochs();
+        ++ppo_updates;
+      }
       for (std::size_t i = 0; i < batch.size(); ++i) {
         cost_sum[k] += costs[i];
         ++cost_n[k];
@@ -308,6 +315,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     selected = true;
   }
   res.rl_seconds = seconds_since(t0);
+  if (ppo_updates > 0) res.ppo_epochs_mean = static_cast<double>(ppo_steps) / static_cast<double>(ppo_updates);
   if (opt.real_episodes > 0) {
     t0 = std::chrono::steady_clock::now();
     auto measured = [&](std::size_t k, const placement& p) {

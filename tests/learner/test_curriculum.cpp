@@ -14,7 +14,8 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
       "phases": {"il_episodes": 12, "rl_episodes": 34, "batch": 5, "real_batch": 2, "real_eval_every": 0},
       "imitation": {"lr": 0.02, "epsilon_final": 0.0, "teacher": "search", "teacher_budget": 500},
       "reinforce": {"temperature": 0.5, "gamma": 1.0, "normalize_advantages": false, "baseline_decay": 0.9,
-                    "advantage_floor": 0.05, "algorithm": "ppo", "ppo_epochs": 3},
+                    "advantage_floor": 0.05, "algorithm": "ppo", "ppo_epochs": 3,
+                    "ppo_target_kl": 0.02},
       "policy": {"hidden": 128, "steps": 6, "kind": "joint"},
       "model": "wc", "seed": 7})");
   CHECK(c.train.il_episodes == 12);
@@ -33,6 +34,7 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(c.train.advantage_floor == doctest::Approx(0.05));
   CHECK(c.train.ppo);
   CHECK(c.train.ppo_epochs == 3);
+  CHECK(c.train.ppo_target_kl == doctest::Approx(0.02));
   CHECK(c.train.ppo_clip == doctest::Approx(train_options{}.ppo_clip));
   CHECK(c.train.sim.model == sim_model::wc);
   CHECK(c.train.seed == 7);
@@ -65,6 +67,7 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "model": "fast"})") == "model");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"algorithm": "a2c"}})") == "reinforce.algorithm");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"ppo_epochs": 0}})") == "reinforce.ppo_epochs");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"ppo_target_kl": -0.1}})") == "reinforce.ppo_target_kl");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "typo": 1})") == "typo");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher": 3}})") == "imitation.teacher");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher_budget": 0}})") ==

@@ -54,6 +54,59 @@ TEST_CASE("ppo: one epoch is exactly one REINFORCE step, more epochs move the po
   CHECK(four > one);
 }
 
+TEST_CASE("ppo: a target KL stops the epochs once the policy has moved that far") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c, cm);
+  policy one(small()), tiny(small()), loose(small()), plain(small());
+  CHECK(plain.last_ppo_epochs() == 0);
+  auto eps = sampled(one, pb, 4);
+  const std::vector<double> adv = {1.0, -0.5, 0.25, -0.75};
+  one.ppo_update(pb, eps, adv, 0.99, 0.01, 0.2, 1);
+  CHECK(one.last_ppo_epochs() == 1);
+  // A target no step can stay under: only the first epoch (whose KL is 0 by definition) runs, so
+  // the result is the one-epoch update's, log-probability for log-probability.
+  tiny.ppo_update(pb, eps, adv, 0.99, 0.01, 0.2, 4, 1e-12);
+  CHECK(tiny.last_ppo_epochs() == 1);
+  for (const auto& ep : eps)
+    CHECK(tiny.recompute_log_prob(pb, ep) == doctest::Approx(one.recompute_log_prob(pb, ep)).epsilon(1e-5));
+  // A target no step reaches changes nothing: all four epochs, the same parameters as without one.
+  loose.ppo_update(pb, eps, adv, 0.99, 0.01, 0.2, 4, 100.0);
+  plain.ppo_update(pb, eps, adv, 0.99, 0.01, 0.2, 4);
+  CHECK(loose.last_ppo_epochs() == 4);
+  CHECK(plain.last_ppo_epochs() == 4);
+  for (const auto& ep : eps) {
+    CHECK(loose.recompute_log_prob(pb, ep) == doctest::Approx(plain.recompute_log_prob(pb, ep)).epsilon(1e-6));
+    CHECK(loose.recompute_log_prob(pb, ep) != doctest::Approx(one.recompute_log_prob(pb, ep)).epsilon(1e-6));
+  }
+  CHECK_THROWS_AS(plain.ppo_update(pb, eps, adv, 0.99, 0.01, 0.2, 4, -1.0), doppler::error);
+  CHECK_THROWS_AS(plain.ppo_update(pb, eps, adv, 0.99, 0.01, 0.2, 4, std::nan("")), doppler::error);
+}
+
+TEST_CASE("ppo: train reports the epochs per update and refuses a negative target KL") {
+  graph g = two_ops();
+  cluster c = fast_slow();
+  cost_model cm;
+  problem pb(g, c, cm);
+  train_options o;
+  o.with_il(0).with_rl(32).with_batch(8).with_seed(1).with_model(sim_model::simple);
+  o.ppo = true;
+  policy a(small().with_seed(2));
+  CHECK(train(a, pb, o).ppo_epochs_mean == doctest::Approx(4.0));
+  o.ppo_target_kl = 1e-12;
+  policy b(small().with_seed(2));
+  const double stopped = train(b, pb, o).ppo_epochs_mean;
+  CHECK(stopped >= 1.0);
+  CHECK(stopped < 4.0);
+  o.ppo_target_kl = -1;
+  policy d(small().with_seed(2));
+  CHECK_THROWS_AS(train(d, pb, o), doppler::error);
+  o.ppo = false;  // REINFORCE: no PPO epochs, the field stays 0 (and ppo_target_kl is not checked)
+  policy r(small().with_seed(2));
+  CHECK(train(r, pb, o).ppo_epochs_mean == 0);
+}
+
 TEST_CASE("ppo: finds the optimal placement of a tiny graph") {
   graph g = two_ops();
   cluster c = fast_slow();

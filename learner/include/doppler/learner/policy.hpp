@@ -223,9 +223,15 @@ class policy {
   /// r_t = π(a_t) / π_old(a_t) against the parameters before the first step and A_t =
   /// advantage·γ^(T−1−t); mean over steps and episodes, as reinforce_update. One epoch is exactly
   /// one REINFORCE step (r = 1). Dual and joint policies only (errc::bad_argument for placeto/gdp).
-  /// Returns the first epoch's loss.
+  /// target_kl > 0: early stopping (as in OpenAI's Spinning Up and Stable-Baselines3) — before each
+  /// epoch after the first, the mean per-step KL(π_old ‖ π) over the batch's taken actions
+  /// (estimator r − 1 − log r) is computed, and the remaining epochs are skipped once it exceeds
+  /// 1.5·target_kl. last_ppo_epochs() tells how many epochs the last call took. Returns the first
+  /// epoch's loss.
   double ppo_update(const problem& pb, std::span<const episode> eps, std::span<const double> advantages,
-                    double gamma, double entropy_weight, double clip = 0.2, int epochs = 4);
+                    double gamma, double entropy_weight, double clip = 0.2, int epochs = 4, double target_kl = 0);
+  /// Adam steps the last ppo_update took (its `epochs`, or fewer when target_kl stopped it); 0 before any.
+  int last_ppo_epochs() const;
 
   /// Recomputes the episode's log-probability in the batched, differentiable form the updates use;
   /// equal to episode::log_prob up to float rounding (the cache-consistency check).

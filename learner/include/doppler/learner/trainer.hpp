@@ -73,6 +73,9 @@ struct train_options {
   bool ppo = false;
   double ppo_clip = 0.2;
   int ppo_epochs = 4;
+  /// PPO early stopping: skip a batch's remaining epochs once the mean per-step KL from the
+  /// sampling policy exceeds 1.5 × this (policy::ppo_update). 0 = off, every batch takes ppo_epochs.
+  double ppo_target_kl = 0;
   /// Self-imitation (Oh et al. 2018, in its simplest form): after every phase-II update, this many
   /// imitation steps (policy::imitation_update) on the best episode sampled so far, labelled with its
   /// own actions (self_labelled), so that the greedy policy follows the best placement found. 0 = off.
@@ -104,6 +107,7 @@ inline constexpr double temperature_min = 1e-6, temperature_max = 1e6;
 inline constexpr double entropy_max = 1e6;                      ///< entropy, entropy_final (min 0)
 inline constexpr double baseline_decay_max = 0.999999;          ///< min 0
 inline constexpr double ppo_clip_min = 1e-6, ppo_clip_max = 10;
+inline constexpr double ppo_target_kl_max = 100;            ///< min 0 (off)
 inline constexpr double select_margin_max = 100;                ///< real_select_margin (min 0)
 // lr_final, epsilons, gamma and advantage_floor lie in [0, 1].
 }  // namespace train_limits
@@ -131,6 +135,7 @@ struct train_result {
   double cp_makespan = 0;         ///< the cp teacher (seed 0) under the same simulator
   double lower_bound = 0;         ///< makespan_lower_bound for the simulator options
   double il_seconds = 0, rl_seconds = 0, real_seconds = 0;
+  double ppo_epochs_mean = 0;     ///< PPO: Adam steps per phase-II update, mean (< ppo_epochs when ppo_target_kl stopped some)
   double real_initial_greedy = 0;  ///< phase III: measured makespan of problem 0's greedy placement before ...
   double real_final_greedy = 0;    ///< ... and after it (per_problem: every problem's)
   double final_agreement = 0;     ///< greedy rollout's teacher agreement after phase I (both choices)
