@@ -213,6 +213,12 @@ void add_train(CLI::App& app) {
                   "dual only: none, sel-only (PLC replaced by cp's device rule) or plc-only (SEL replaced by "
                   "cp's bottom-level order); only the learned head is trained")
       ->capture_default_str();
+  cmd->add_option("--active-search", o->p.active_search,
+                  "dual only: learning rate of per-graph logit offsets (one per op for SEL, one per (op, device) "
+                  "for PLC) trained with the network, so the greedy policy can follow the best placements found on "
+                  "this graph; saved in the checkpoint, used only when placing this graph again (0: off, the paper's "
+                  "policy; 0.05 with --self-imitation 2 --temperature 1.5 in docs/learner.md)")
+      ->check(finite_in(0, learner::policy_options::max_active_search))->capture_default_str();
   cmd->add_option("--init", o->init, "Start from this checkpoint (resume or fine-tune) instead of new weights");
   cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();
   cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement; and graph, with several --graph)");
@@ -274,6 +280,7 @@ void add_train(CLI::App& app) {
       if (given("--steps")) p.steps = o->p.steps;
       if (given("--hint")) p.hint = o->p.hint;
       if (given("--hint-budget")) p.hint_budget = o->p.hint_budget;
+      if (given("--active-search")) p.active_search = o->p.active_search;
       if (!given("--policy-kind")) o->kind = learner::policy_kind_name(p.kind);
       if (!given("--ablation")) o->ablation = learner::policy_ablation_name(p.ablation);
       o->t = t;
@@ -303,7 +310,18 @@ void add_train(CLI::App& app) {
     if (o->p.ablation != learner::policy_ablation::none && o->p.kind != learner::policy_kind::dual)
       throw error(errc::bad_argument, "", "--ablation",
                   o->ablation + " ablates a head of the dual policy; policy kind " + o->kind + " has no SEL/PLC heads");
+    if (o->p.active_search > 0 && o->p.kind != learner::policy_kind::dual)
+      throw error(errc::bad_argument, "", "--active-search",
+                  "offsets SEL's and PLC's logits; policy kind " + o->kind + " has no such heads (dual only)");
     learner::policy pol = o->init.empty() ? learner::policy(o->p) : learner::policy::load(o->init);
+    // --init: the checkpoint's rate unless the flag (or the curriculum) sets one.
+    if (!o->init.empty() && (cmd->count("--active-search") > 0 || o->p.active_search > 0)) {
+      try {
+        pol.set_active_search(o->p.active_search);
+      } catch (const error& e) {
+        throw error(e.code(), "", "--active-search", e.reason());
+      }
+    }
     if (!o->init.empty() && cmd->count("--ablation") > 0 && pol.options().ablation != o->p.ablation)
       throw error(errc::bad_argument, "", "--ablation",
                   "the checkpoint given with --init has ablation " +
@@ -361,7 +379,7 @@ void add_train(CLI::App& app) {
     const auto& po = pol.options();
     std::cerr << fmt::format(
         "train: graph {} ({} ops, {} edges){}, cluster {} ({} devices), model {}\n"
-        "  policy: {}{}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}\n"
+        "  policy: {}{}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}{}\n"
         "  phase I {} episodes (teacher {}, lr {}, eps {}->{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
         o->graphs.front(), g.size(), g.edge_count(),
         n_graphs > 1 ? fmt::format(" and {} more (the curve in units of each graph's cp)", n_graphs - 1) : std::string(),
@@ -375,7 +393,9 @@ void add_train(CLI::App& app) {
                                       po.hint == "search" ? fmt::format(", budget {}", po.hint_budget) : std::string(),
                                       learner::score(pb, *pol.hint_for(pb), o->t.sim)),
         po.hidden, po.steps, po.proj,
-        po.mlp, pol.parameter_count(), o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
+        po.mlp, pol.parameter_count(),
+        po.active_search > 0 ? fmt::format(", active search lr {}", po.active_search) : std::string(),
+        o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes,
         (o->t.ppo ? fmt::format("PPO, clip {}, {} epochs{}", o->t.ppo_clip, o->t.ppo_epochs,
                                 o->t.ppo_target_kl > 0 ? fmt::format(", target KL {}", o->t.ppo_target_kl) : std::string())

@@ -136,7 +136,8 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   }
   if (j.contains("policy")) {
     const auto& s = j["policy"];
-    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind", "ablation", "hint", "hint_budget"});
+    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind", "ablation", "hint", "hint_budget", "active_search"});
+    r.number(s, "policy", "active_search", p.active_search, 0, policy_options::max_active_search);
     if (s.contains("hint")) {
       if (!s["hint"].is_string()) r.fail(errc::bad_type, "policy.hint", "expected a placer name (or \"\" for none)");
       p.hint = s["hint"].get<std::string>();
@@ -158,6 +159,8 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
       if (p.ablation != policy_ablation::none && p.kind != policy_kind::dual)
         r.fail(errc::bad_value, "policy.ablation", "needs policy kind \"dual\"");
     }
+    if (p.active_search > 0 && p.kind != policy_kind::dual)
+      r.fail(errc::bad_value, "policy.active_search", "needs policy kind \"dual\"");
     r.integer(s, "policy", "hidden", p.hidden, 1, policy_options::max_width);
     r.integer(s, "policy", "steps", p.steps, 0, policy_options::max_steps);
     r.integer(s, "policy", "proj", p.proj, 1, policy_options::max_width);

@@ -254,7 +254,9 @@ torch::Tensor net_impl::plc_logits(const encoded& e, const episode_tensors& et) 
   auto contrib = onehot * e.sum_part.index_select(0, et.ops).unsqueeze(1);       // [T, D, m]
   auto before = contrib.cumsum(0) - contrib;
   (void)t;
-  return plc_out(torch::relu(dev_term + op_term + before)).squeeze(2);  // [T, D]
+  auto logits = plc_out(torch::relu(dev_term + op_term + before)).squeeze(2);  // [T, D]
+  if (e.plc_bias.defined()) logits = logits + e.plc_bias.index_select(0, et.ops);
+  return logits;
 }
 
 std::pair<torch::Tensor, torch::Tensor> net_impl::joint_log_probs(const encoded& e, const episode_tensors& et,

@@ -48,6 +48,7 @@ struct encoded {
   torch::Tensor sel_logits;  ///< [N]
   torch::Tensor op_part;     ///< [N, mlp]: W_op [relu(P_op x) ‖ h] + b
   torch::Tensor sum_part;    ///< [N, mlp]: W_sum h / |V|
+  torch::Tensor plc_bias;    ///< [N, D] instance-specific PLC logit offsets (active search), or undefined
 };
 
 /// An episode as tensors for the batched recomputation.

@@ -48,14 +48,57 @@ policy_ablation parse_policy_ablation(const std::string& name) {
   throw error(errc::bad_argument, "learner: unknown ablation '" + name + "' (none, sel-only, plc-only)");
 }
 
+namespace {
+
+/// FNV-1a over the bytes of what the policy sees (problem::fingerprint).
+class fnv1a {
+ public:
+  void bytes(const void* data, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      h_ ^= b[i];
+      h_ *= 1099511628211ULL;
+    }
+  }
+  template <class T>
+  void value(const T& v) { bytes(&v, sizeof v); }
+  template <class T>
+  void values(const std::vector<T>& v) {
+    value(v.size());
+    bytes(v.data(), v.size() * sizeof(T));
+  }
+  std::uint64_t digest() const { return h_; }
+
+ private:
+  std::uint64_t h_ = 1469598103934665603ULL;
+};
+
+std::uint64_t fingerprint_of(const graph& g, const cluster& c, const cost_model& cm, const graph_features& f,
+                             const placement* hint) {
+  fnv1a h;
+  h.value(g.size());
+  h.value(c.device_count());
+  h.values(f.raw);
+  h.values(f.edge_cost);
+  h.values(f.msg_src);
+  h.values(f.msg_dst);
+  for (op_index v = 0; v < g.size(); ++v)
+    for (device_index d = 0; d < c.device_count(); ++d) h.value(cm.op_time(g[v], c[d]));
+  if (hint) h.values(hint->device);
+  return h.digest();
+}
+
+}  // namespace
+
 problem::problem(const graph& g, const cluster& c, const cost_model& cm, bool respect_memory)
     : g_(&g), c_(&c), cm_(&cm), f_(compute_features(g, c, cm)), respect_memory_(respect_memory),
-      key_(next_problem_key++) {}
+      key_(next_problem_key++), fingerprint_(fingerprint_of(g, c, cm, f_, nullptr)) {}
 
 problem& problem::with_hint(std::shared_ptr<const placement> h) {
   if (h) check_placement(*h, *g_, *c_);
   hint_ = std::move(h);
   key_ = next_problem_key++;
+  fingerprint_ = fingerprint_of(*g_, *c_, *cm_, f_, hint_.get());
   return *this;
 }
 
@@ -92,7 +135,22 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(checked
       throw error(errc::unknown_kind, "learner: unknown hint placer '" + opt.hint + "' (auto, " + placer_list() + ")");
     if (opt.hint_budget < 1) throw error(errc::bad_argument, "learner: the hint budget must be >= 1");
   }
+  set_active_search(opt.active_search);
 }
+
+void policy::set_active_search(double lr) {
+  if (!(lr >= 0) || !(lr <= policy_options::max_active_search))
+    throw error(errc::bad_argument, "learner: active search learning rate " + std::to_string(lr) + " must be in [0, " +
+                                        std::to_string(policy_options::max_active_search) + "] (0: off)");
+  if (lr > 0 && impl_->opt.kind != policy_kind::dual)
+    throw error(errc::bad_argument, "learner: active search offsets SEL's and PLC's logits; policy kind " +
+                                        policy_kind_name(impl_->opt.kind) + " has no such heads (dual only)");
+  impl_->opt.active_search = lr;
+  for (auto& [fp, o] : impl_->offsets)
+    for (auto& group : o.adam->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+}
+
+std::size_t policy::offset_problems() const { return impl_->offsets.size(); }
 
 const placement* policy::hint_for(const problem& pb) { return impl_->hint_for(pb); }
 
@@ -338,7 +396,8 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
         z[d] = -INFINITY;
         continue;
       }
-      const double logit = plc_logit(c, v, d, &feat[d * nf], dev_sum, proj, p, m, nin);
+      double logit = plc_logit(c, v, d, &feat[d * nf], dev_sum, proj, p, m, nin);
+      if (!c.plc_bias.empty()) logit += c.plc_bias[v * n_dev + d];
       z[d] = logit / tau;
     }
     if (std::none_of(valid.begin(), valid.end(), [](std::uint8_t x) { return x != 0; }))

@@ -7,6 +7,7 @@
 #include <doppler/runtime/cpu_kernels.hpp>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -49,9 +50,17 @@ struct rollout_cache {
   std::vector<float> dev_w, dev_b, w_dev, out_w;      // [p×F], [p], [m×p], [m]
   float out_b = 0;
   std::vector<float> gdp;                             // gdp: device logits [N×D]
+  std::vector<float> plc_bias;                        // active search: PLC offsets [N×D], or empty
 };
 
 using detail::to_vector;
+
+/// Active search (policy_options::active_search): a problem's logit offsets, SEL [N] and PLC
+/// [N, D], and their own Adam.
+struct instance_offsets {
+  torch::Tensor sel, plc;
+  std::unique_ptr<torch::optim::Adam> adam;
+};
 
 struct policy::impl {
   explicit impl(const policy_options& o) : opt(o) {
@@ -82,6 +91,32 @@ struct policy::impl {
     return it->second;
   }
 
+  /// New zero offsets for a problem of n ops and d devices.
+  instance_offsets make_offsets(std::int64_t n, std::int64_t d) const {
+    instance_offsets o;
+    o.sel = torch::zeros({n}).set_requires_grad(true);
+    o.plc = torch::zeros({n, d}).set_requires_grad(true);
+    o.adam = std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{o.sel, o.plc},
+                                                  torch::optim::AdamOptions(opt.active_search));
+    return o;
+  }
+
+  /// The encoder's outputs for pb, with pb's active-search offsets when it has some (created
+  /// when active search is on).
+  detail::encoded encode(const problem& pb) {
+    auto e = model->encode(tensors(pb), pb.g().size());
+    if (opt.kind != policy_kind::dual) return e;
+    auto it = offsets.find(pb.fingerprint());
+    if (it == offsets.end()) {
+      if (!(opt.active_search > 0)) return e;
+      it = offsets.emplace(pb.fingerprint(), make_offsets(static_cast<std::int64_t>(pb.g().size()),
+                                                          static_cast<std::int64_t>(pb.c().device_count()))).first;
+    }
+    e.sel_logits = e.sel_logits + it->second.sel;
+    e.plc_bias = it->second.plc;
+    return e;
+  }
+
   /// The hint placement of pb (policy::hint_for).
   const placement* hint_for(const problem& pb);
 
@@ -99,8 +134,9 @@ struct policy::impl {
       if (opt.kind == policy_kind::gdp) c.gdp = to_vector(model->baseline->gdp_logits(tensors(pb), pb.c().device_count()));
       return c;
     }
-    auto e = model->encode(tensors(pb), pb.g().size());
+    auto e = encode(pb);
     c.sel = to_vector(e.sel_logits);
+    c.plc_bias = e.plc_bias.defined() ? to_vector(e.plc_bias) : std::vector<float>();
     c.op_part = to_vector(e.op_part);
     c.sum_part = to_vector(e.sum_part);
     c.dev_w = to_vector(model->plc_dev->weight);
@@ -160,9 +196,17 @@ struct policy::impl {
 
   void step(torch::Tensor loss) {
     adam->zero_grad();
+    // Offsets' gradients are reset to undefined, not zeroed, so only the offsets this loss used
+    // get a step (Adam skips an undefined gradient but would move a zero one by its momentum).
+    for (auto& [fp, o] : offsets) {
+      o.sel.mutable_grad().reset();
+      o.plc.mutable_grad().reset();
+    }
     loss.backward();
     torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
     adam->step();
+    for (auto& [fp, o] : offsets)
+      if (o.sel.grad().defined() || o.plc.grad().defined()) o.adam->step();
     ++version;
   }
 
@@ -174,6 +218,7 @@ struct policy::impl {
   std::unordered_map<std::uint64_t, detail::graph_tensors> graphs;
   std::unordered_map<std::uint64_t, rollout_cache> caches;
   std::unordered_map<std::uint64_t, placement> hints;  // policy_options::hint's placement per problem
+  std::map<std::uint64_t, instance_offsets> offsets;  // active search, by problem::fingerprint (ordered: checkpoints)
 };
 
 }  // namespace doppler::learner

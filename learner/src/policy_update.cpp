@@ -26,9 +26,11 @@ std::string torch_reason(const std::exception& ex) {
 }
 
 /// FNV-1a over the bytes of every parameter and buffer of `m` (in registration order) and of
-/// Adam's state for each parameter: a checkpoint stores it, so a file whose tensor bytes were
-/// damaged is refused on load (LibTorch's archive reader does not check the zip CRCs).
-std::int64_t parameter_digest(const torch::nn::Module& m, const torch::optim::Adam& adam) {
+/// Adam's state for each parameter, then of each problem's active-search offsets and their Adam
+/// state (none: the digest of a checkpoint without offsets): a checkpoint stores it, so a file whose
+/// tensor bytes were damaged is refused on load (LibTorch's archive reader does not check the zip CRCs).
+std::int64_t parameter_digest(const torch::nn::Module& m, const torch::optim::Adam& adam,
+                              const std::map<std::uint64_t, instance_offsets>& offsets) {
   std::uint64_t h = 1469598103934665603ULL;
   auto bytes = [&h](const void* data, std::size_t n) {
     const auto* b = static_cast<const unsigned char*>(data);
@@ -42,23 +44,32 @@ std::int64_t parameter_digest(const torch::nn::Module& m, const torch::optim::Ad
     const torch::Tensor c = t.detach().contiguous();
     bytes(c.data_ptr(), c.nbytes());
   };
+  // Adam keys its per-parameter state by the parameter's TensorImpl address (as its own
+  // serializer does), so the state is visited in parameter order.
+  auto mix_adam = [&](const std::vector<torch::Tensor>& params, const torch::optim::Adam& opt) {
+    for (const auto& p : params) {
+      auto it = opt.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      if (it == opt.state().end()) {
+        bytes("0", 1);
+        continue;
+      }
+      const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
+      const std::int64_t step = st.step();
+      bytes(&step, sizeof step);
+      mix(st.exp_avg());
+      mix(st.exp_avg_sq());
+      mix(st.max_exp_avg_sq());
+    }
+  };
   const auto params = m.parameters();
   for (const auto& t : params) mix(t);
   for (const auto& t : m.buffers()) mix(t);
-  // Adam keys its per-parameter state by the parameter's TensorImpl address (as its own
-  // serializer does), so the state is visited in parameter order.
-  for (const auto& p : params) {
-    auto it = adam.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
-    if (it == adam.state().end()) {
-      bytes("0", 1);
-      continue;
-    }
-    const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
-    const std::int64_t step = st.step();
-    bytes(&step, sizeof step);
-    mix(st.exp_avg());
-    mix(st.exp_avg_sq());
-    mix(st.max_exp_avg_sq());
+  mix_adam(params, adam);
+  for (const auto& [fp, o] : offsets) {
+    bytes(&fp, sizeof fp);
+    mix(o.sel);
+    mix(o.plc);
+    mix_adam({o.sel, o.plc}, *o.adam);
   }
   return static_cast<std::int64_t>(h);
 }
@@ -83,7 +94,7 @@ double policy::imitation_update(const problem& pb, std::span<const episode> eps)
       return -(lp * et.teacher_devs.slice(0, t0, t1).to(torch::kFloat)).sum();
     }, true);
   }
-  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  auto e = impl_->encode(pb);
   torch::Tensor loss = torch::zeros({});
   for (const auto& ep : eps) {
     if (ep.teacher_op_off.empty()) throw error(errc::bad_argument, "learner: imitation needs teacher labels");
@@ -116,7 +127,7 @@ double policy::reinforce_update(const problem& pb, std::span<const episode> eps,
       return -((disc * taken).sum() * advantages[i] + entropy_weight * ent.sum());
     }, true);
   }
-  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  auto e = impl_->encode(pb);
   torch::Tensor loss = torch::zeros({});
   for (std::size_t i = 0; i < eps.size(); ++i) {
     const auto& ep = eps[i];
@@ -151,7 +162,7 @@ double policy::ppo_update(const problem& pb, std::span<const episode> eps, std::
   ets.reserve(eps.size());
   {
     torch::NoGradGuard ng;
-    auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+    auto e = impl_->encode(pb);
     for (const auto& ep : eps) {
       ets.push_back(detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count()));
       auto st = impl_->model->terms(e, ets.back(), ep.temperature);
@@ -163,7 +174,7 @@ double policy::ppo_update(const problem& pb, std::span<const episode> eps, std::
   double first = 0;
   impl_->ppo_epochs = 0;
   for (int k = 0; k < epochs; ++k) {
-    auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+    auto e = impl_->encode(pb);
     torch::Tensor loss = torch::zeros({});
     double kl_sum = 0;  // Σ over steps of r − 1 − log r (≥ 0, unbiased for KL(π_old ‖ π) on π_old's samples)
     std::int64_t kl_n = 0;
@@ -204,7 +215,7 @@ double policy::recompute_log_prob(const problem& pb, const episode& ep) {
                                  }, false) * static_cast<double>(std::max<std::size_t>(ep.steps(), 1));
   }
   torch::NoGradGuard ng;
-  auto e = impl_->model->encode(impl_->tensors(pb), pb.g().size());
+  auto e = impl_->encode(pb);
   auto et = detail::make_episode_tensors(ep, pb.g().size(), pb.c().device_count());
   auto st = impl_->model->terms(e, et, ep.temperature);
   mask_ablation(st, impl_->opt.ablation);
@@ -214,6 +225,14 @@ double policy::recompute_log_prob(const problem& pb, const episode& ep) {
 std::string policy::snapshot() const {
   torch::serialize::OutputArchive ar;
   impl_->model->save(ar);
+  std::int64_t i = 0;
+  for (const auto& [fp, o] : impl_->offsets) {  // values only: model selection keeps the optimizer
+    ar.write("offset_fp_" + std::to_string(i), torch::tensor(static_cast<std::int64_t>(fp)));
+    ar.write("offset_sel_" + std::to_string(i), o.sel.detach().clone());
+    ar.write("offset_plc_" + std::to_string(i), o.plc.detach().clone());
+    ++i;
+  }
+  ar.write("offset_count", torch::tensor(i));
   std::ostringstream out;
   ar.save_to(out);
   return out.str();
@@ -224,6 +243,27 @@ void policy::restore(const std::string& blob) {
   std::istringstream in(blob);
   ar.load_from(in);
   impl_->model->load(ar);
+  // Offsets of problems the snapshot did not have (first met after it) go back to zero.
+  torch::NoGradGuard ng;
+  for (auto& [fp, o] : impl_->offsets) {
+    o.sel.zero_();
+    o.plc.zero_();
+  }
+  torch::Tensor count;
+  if (ar.try_read("offset_count", count)) {
+    for (std::int64_t i = 0; i < count.item<std::int64_t>(); ++i) {
+      torch::Tensor fp, sel, plc;
+      ar.read("offset_fp_" + std::to_string(i), fp);
+      ar.read("offset_sel_" + std::to_string(i), sel);
+      ar.read("offset_plc_" + std::to_string(i), plc);
+      auto key = static_cast<std::uint64_t>(fp.item<std::int64_t>());
+      auto it = impl_->offsets.find(key);
+      if (it == impl_->offsets.end())
+        it = impl_->offsets.emplace(key, impl_->make_offsets(sel.size(0), plc.size(1))).first;
+      it->second.sel.copy_(sel);
+      it->second.plc.copy_(plc);
+    }
+  }
   ++impl_->version;
 }
 
@@ -247,9 +287,25 @@ void policy::save(const std::string& path) const {
     }
     impl_->model->save(net_ar);
     impl_->adam->save(adam_ar);
-    ar.write("digest", torch::tensor(parameter_digest(*impl_->model, *impl_->adam)));
+    ar.write("digest", torch::tensor(parameter_digest(*impl_->model, *impl_->adam, impl_->offsets)));
     ar.write("net", net_ar);
     ar.write("adam", adam_ar);
+    if (o.active_search > 0 || !impl_->offsets.empty()) {
+      ar.write("active_search", torch::tensor(o.active_search, torch::kDouble));
+      torch::serialize::OutputArchive off_ar;
+      std::int64_t i = 0;
+      for (const auto& [fp, off] : impl_->offsets) {
+        const auto k = std::to_string(i++);
+        torch::serialize::OutputArchive opt_ar;
+        off.adam->save(opt_ar);
+        off_ar.write("fp_" + k, torch::tensor(static_cast<std::int64_t>(fp)));
+        off_ar.write("sel_" + k, off.sel.detach());
+        off_ar.write("plc_" + k, off.plc.detach());
+        off_ar.write("adam_" + k, opt_ar);
+      }
+      off_ar.write("count", torch::tensor(i));
+      ar.write("offsets", off_ar);
+    }
     ar.save_to(blob);
   } catch (const std::exception& ex) {
     throw error(errc::io, path, "", "cannot write checkpoint: " + torch_reason(ex));
@@ -310,9 +366,41 @@ policy policy::load(const std::string& path) {
     ar.read("net", net_ar);
     pol.impl_->model->load(net_ar);
     if (ar.try_read("adam", adam_ar)) pol.impl_->adam->load(adam_ar);
+    torch::Tensor lr;  // absent: no active search (checkpoints before 2026-12-04 too)
+    if (ar.try_read("active_search", lr)) {
+      const double v = lr.item<double>();
+      try {
+        pol.set_active_search(v);
+      } catch (const error& e) {
+        throw error(errc::bad_value, path, "", e.reason());
+      }
+      torch::serialize::InputArchive off_ar;
+      torch::Tensor count;
+      ar.read("offsets", off_ar);
+      off_ar.read("count", count);
+      for (std::int64_t i = 0; i < count.item<std::int64_t>(); ++i) {
+        const auto k = std::to_string(i);
+        torch::Tensor fp, sel, plc;
+        off_ar.read("fp_" + k, fp);
+        off_ar.read("sel_" + k, sel);
+        off_ar.read("plc_" + k, plc);
+        if (sel.dim() != 1 || plc.dim() != 2 || plc.size(0) != sel.size(0))
+          throw error(errc::bad_value, path, "", "active-search offsets " + k + " have inconsistent shapes");
+        auto off = pol.impl_->make_offsets(sel.size(0), plc.size(1));
+        {
+          torch::NoGradGuard ng;
+          off.sel.copy_(sel);
+          off.plc.copy_(plc);
+        }
+        torch::serialize::InputArchive opt_ar;
+        off_ar.read("adam_" + k, opt_ar);
+        off.adam->load(opt_ar);
+        pol.impl_->offsets.emplace(static_cast<std::uint64_t>(fp.item<std::int64_t>()), std::move(off));
+      }
+    }
     torch::Tensor digest;  // absent in checkpoints written before 2026-12-02
     if (ar.try_read("digest", digest) &&
-        digest.item<std::int64_t>() != parameter_digest(*pol.impl_->model, *pol.impl_->adam))
+        digest.item<std::int64_t>() != parameter_digest(*pol.impl_->model, *pol.impl_->adam, pol.impl_->offsets))
       throw error(errc::bad_value, path, "", "the parameters do not match the checkpoint's checksum: the file is damaged");
     return pol;
   } catch (const error&) {

@@ -79,6 +79,16 @@ struct policy_options {
   static constexpr int default_hint_budget = 20000;
   int hint_budget = default_hint_budget;
   sim_model hint_model = sim_model::simple;
+  /// Active search (as EAS-Tab, Hottung et al., ICLR 2022): > 0 gives every problem the policy
+  /// is updated on its own logit offsets — one per op added to SEL's logit, one per (op, device)
+  /// added to PLC's — zero at first and trained by every update (imitation, REINFORCE, PPO,
+  /// self-imitation) with their own Adam at this constant learning rate. The shared network
+  /// cannot fit an arbitrary placement (PLC sees devices only through their state); the offsets
+  /// can, so the greedy policy follows the best placements sampling finds on *that* problem.
+  /// Offsets are keyed by problem::fingerprint() and saved in checkpoints; any other problem is
+  /// placed by the network alone. Dual only. 0 = off (the paper's policy).
+  double active_search = 0;
+  static constexpr double max_active_search = 10;
   /// The device-feature columns the network reads: all of them with a hint, else the paper's.
   int device_inputs() const noexcept { return hint.empty() ? device_feature_count_no_hint : device_feature_count; }
 
@@ -89,6 +99,7 @@ struct policy_options {
   policy_options& with_proj(int p) { proj = p; return *this; }
   policy_options& with_mlp(int m) { mlp = m; return *this; }
   policy_options& with_seed(std::uint64_t s) { seed = s; return *this; }
+  policy_options& with_active_search(double lr) { active_search = lr; return *this; }
   policy_options& with_hint(std::string placer, int budget = default_hint_budget, sim_model model = sim_model::simple) {
     hint = std::move(placer);
     hint_budget = budget;
@@ -131,6 +142,10 @@ class problem {
   const placement* hint() const noexcept { return hint_.get(); }
   /// Unique per problem object (the policy's cache key).
   std::uint64_t key() const noexcept { return key_; }
+  /// A hash of what the policy sees of the problem, equal across processes for equal inputs:
+  /// op and device counts, the static features and edges, every op's time on every device, and
+  /// the hint placement's devices when one is set (policy_options::active_search keys offsets by it).
+  std::uint64_t fingerprint() const noexcept { return fingerprint_; }
 
  private:
   const graph* g_;
@@ -139,6 +154,7 @@ class problem {
   graph_features f_;
   bool respect_memory_;
   std::uint64_t key_;
+  std::uint64_t fingerprint_;
   std::shared_ptr<transfer_planner> transfers_;
   std::shared_ptr<const placement> teacher_;
   std::shared_ptr<const placement> hint_;
@@ -209,8 +225,13 @@ class policy {
   /// that fails throws its error, naming the placer (auto: only when every candidate fails).
   const placement* hint_for(const problem& pb);
 
-  /// Adam's learning rate for the next updates.
+  /// Adam's learning rate for the next updates (the network's; active-search offsets keep theirs).
   void set_learning_rate(double lr);
+  /// policy_options::active_search for the next updates (e.g. continuing a checkpoint with
+  /// another rate); offsets already learned are kept and still applied. Dual only.
+  void set_active_search(double lr);
+  /// The problems that have active-search offsets (trained here or loaded from a checkpoint).
+  std::size_t offset_problems() const;
   /// Phase I step: loss = −Σ over steps of Σ log π(a) over the teacher's tied ops and devices, mean
   /// over steps and episodes (episodes need teacher labels). Returns the loss before the step.
   double imitation_update(const problem& pb, std::span<const episode> eps);
