@@ -101,14 +101,14 @@ struct policy::impl {
     return o;
   }
 
-  /// The encoder's outputs for pb, with pb's active-search offsets when it has some (created
-  /// when active search is on).
+  /// The encoder's outputs for pb, with pb's active-search offsets when it has some (created by
+  /// the first update on pb when active search is on; rollouts and placements create none).
   detail::encoded encode(const problem& pb) {
     auto e = model->encode(tensors(pb), pb.g().size());
     if (opt.kind != policy_kind::dual) return e;
     auto it = offsets.find(pb.fingerprint());
     if (it == offsets.end()) {
-      if (!(opt.active_search > 0)) return e;
+      if (!(opt.active_search > 0) || !torch::GradMode::is_enabled()) return e;
       it = offsets.emplace(pb.fingerprint(), make_offsets(static_cast<std::int64_t>(pb.g().size()),
                                                           static_cast<std::int64_t>(pb.c().device_count()))).first;
     }

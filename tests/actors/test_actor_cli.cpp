@@ -442,6 +442,8 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
       {"--hidden 1000000" + ok, "--hidden"},
       {"--steps 1000" + ok, "--steps"},
       {"--seed -1" + ok, "--seed"},
+      {"--active-search -1" + ok, "--active-search"},
+      {"--active-search 0.1 --policy-kind gdp" + ok, "--active-search"},
       {"-o " + (t / "missing/p.pt"), "does not exist"},
       {"--csv " + (t / "missing/c.csv") + ok, "--csv"},
       {"--best " + (t / "missing/b.json") + ok, "--best"},
@@ -470,6 +472,29 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
                (t / "none.pt") + " -o " + (t / "missing/x.json"));
   CHECK(pl.code == 2);
   CHECK(pl.out.find("does not exist") != std::string::npos);
+}
+
+TEST_CASE("doppler train --active-search: the checkpoint places its graph as training left it, in another process") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  const std::string g = std::string(DOPPLER_PAPER_DIR) + "/chain_mm_112nodes.txt";
+  auto tr = sh(cli + " train --graph " + g + " --cluster doppler-paper:4 --model simple --hidden 16 --steps 2 "
+               "--il-episodes 10 --rl-episodes 40 --batch 4 --algorithm ppo --self-imitation 2 --temperature 1.5 "
+               "--active-search 0.1 -o " + (t / "a.pt"));
+  CAPTURE(tr.out);
+  REQUIRE(tr.code == 0);
+  CHECK(tr.out.find("active search lr 0.1") != std::string::npos);
+  const auto at = tr.out.find("after training: greedy ");
+  REQUIRE(at != std::string::npos);
+  const std::string greedy = tr.out.substr(at + 23, tr.out.find(' ', at + 23) - (at + 23));
+  auto pl = sh(cli + " place --graph " + g + " --cluster doppler-paper:4 --model simple --method doppler --policy " +
+               (t / "a.pt") + " -o " + (t / "p.json"));
+  CAPTURE(pl.out);
+  REQUIRE(pl.code == 0);
+  CHECK(pl.out.find("makespan     " + greedy + " s") != std::string::npos);
 }
 
 TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint keeps it, bad hints refused") {

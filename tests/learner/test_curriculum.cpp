@@ -46,6 +46,9 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(c.teacher == "search");
   CHECK(c.teacher_budget == 500);
   CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1"})").teacher == "auto");
+  CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1"})").policy.active_search == 0);
+  CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1", "policy": {"active_search": 0.05}})")
+            .policy.active_search == doctest::Approx(0.05));
 }
 
 TEST_CASE("curriculum errors name the path") {
@@ -69,6 +72,9 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"ppo_epochs": 0}})") == "reinforce.ppo_epochs");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"ppo_target_kl": -0.1}})") == "reinforce.ppo_target_kl");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "typo": 1})") == "typo");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "policy": {"active_search": -1}})") == "policy.active_search");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "policy": {"kind": "gdp", "active_search": 0.1}})") ==
+        "policy.active_search");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher": 3}})") == "imitation.teacher");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher_budget": 0}})") ==
         "imitation.teacher_budget");
