@@ -50,32 +50,9 @@ policy_ablation parse_policy_ablation(const std::string& name) {
 
 namespace {
 
-/// FNV-1a over the bytes of what the policy sees (problem::fingerprint).
-class fnv1a {
- public:
-  void bytes(const void* data, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      h_ ^= b[i];
-      h_ *= 1099511628211ULL;
-    }
-  }
-  template <class T>
-  void value(const T& v) { bytes(&v, sizeof v); }
-  template <class T>
-  void values(const std::vector<T>& v) {
-    value(v.size());
-    bytes(v.data(), v.size() * sizeof(T));
-  }
-  std::uint64_t digest() const { return h_; }
-
- private:
-  std::uint64_t h_ = 1469598103934665603ULL;
-};
-
 std::uint64_t fingerprint_of(const graph& g, const cluster& c, const cost_model& cm, const graph_features& f,
                              const placement* hint) {
-  fnv1a h;
+  detail::fnv1a h;
   h.value(g.size());
   h.value(c.device_count());
   h.values(f.raw);

@@ -31,31 +31,19 @@ std::string torch_reason(const std::exception& ex) {
 /// tensor bytes were damaged is refused on load (LibTorch's archive reader does not check the zip CRCs).
 std::int64_t parameter_digest(const torch::nn::Module& m, const torch::optim::Adam& adam,
                               const std::map<std::uint64_t, instance_offsets>& offsets) {
-  std::uint64_t h = 1469598103934665603ULL;
-  auto bytes = [&h](const void* data, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      h ^= b[i];
-      h *= 1099511628211ULL;
-    }
-  };
-  auto mix = [&](const torch::Tensor& t) {
-    if (!t.defined()) return bytes("-", 1);
-    const torch::Tensor c = t.detach().contiguous();
-    bytes(c.data_ptr(), c.nbytes());
-  };
+  detail::fnv1a h;
+  auto mix = [&](const torch::Tensor& t) { h.tensor(t); };
   // Adam keys its per-parameter state by the parameter's TensorImpl address (as its own
   // serializer does), so the state is visited in parameter order.
   auto mix_adam = [&](const std::vector<torch::Tensor>& params, const torch::optim::Adam& opt) {
     for (const auto& p : params) {
       auto it = opt.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
       if (it == opt.state().end()) {
-        bytes("0", 1);
+        h.bytes("0", 1);
         continue;
       }
       const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
-      const std::int64_t step = st.step();
-      bytes(&step, sizeof step);
+      h.value(static_cast<std::int64_t>(st.step()));
       mix(st.exp_avg());
       mix(st.exp_avg_sq());
       mix(st.max_exp_avg_sq());
@@ -66,12 +54,12 @@ std::int64_t parameter_digest(const torch::nn::Module& m, const torch::optim::Ad
   for (const auto& t : m.buffers()) mix(t);
   mix_adam(params, adam);
   for (const auto& [fp, o] : offsets) {
-    bytes(&fp, sizeof fp);
+    h.value(fp);
     mix(o.sel);
     mix(o.plc);
     mix_adam({o.sel, o.plc}, *o.adam);
   }
-  return static_cast<std::int64_t>(h);
+  return static_cast<std::int64_t>(h.digest());
 }
 
 }  // namespace
