@@ -1,0 +1,358 @@
+// `doppler train`, `place-learned` and `compare --policy` end to end through the built command.
+#include <doctest/doctest.h>
+
+#include "../temp_dir.hpp"
+#include "shell.hpp"
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string cli = DOPPLER_CLI_PATH;
+using shell::sh;
+
+}  // namespace
+
+TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 3 --shards 2 -q -o " + (t / "g2.json")).code == 0);
+  const std::string base = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --hidden 16 --steps 2 ";
+  auto rows = [](const fs::path& csv, const std::string& phase) {
+    std::ifstream in(csv);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line.find("," + phase + ",") != std::string::npos;
+    return n;
+  };
+  // --phases picks the phases, --episodes sets each listed one whose own flag is not given.
+  auto il = sh(base + "--phases il --episodes 6 -o " + (t / "a.pt") + " --csv " + (t / "a.csv"));
+  CAPTURE(il.out);
+  REQUIRE(il.code == 0);
+  CHECK(rows(t / "a.csv", "il") == 6);
+  CHECK(rows(t / "a.csv", "rl") == 0);
+  auto sim = sh(base + "--phases sim --episodes 9 --rl-episodes 5 -o " + (t / "b.pt") + " --csv " + (t / "b.csv"));
+  CAPTURE(sim.out);
+  REQUIRE(sim.code == 0);
+  CHECK(rows(t / "b.csv", "il") == 0);
+  CHECK(rows(t / "b.csv", "rl") == 5);
+  CHECK(sim.out.find("no phase I") != std::string::npos);
+  auto both = sh(base + "--episodes 3 -o " + (t / "c.pt") + " --csv " + (t / "c.csv"));  // default: il,sim
+  REQUIRE(both.code == 0);
+  CHECK(rows(t / "c.csv", "il") == 3);
+  CHECK(rows(t / "c.csv", "rl") == 3);
+  auto unlisted = sh(base + "--phases il --rl-episodes 4 -o " + (t / "d.pt"));
+  CHECK(unlisted.code == 2);
+  CHECK(unlisted.out.find("--rl-episodes") != std::string::npos);
+  auto bogus = sh(base + "--phases il,bogus -o " + (t / "d.pt"));
+  CHECK(bogus.code == 2);
+  CHECK(bogus.out.find("bogus") != std::string::npos);
+  // --teacher: a placer's placement or a placement file; phase I's agreement is against it.
+  auto heft = sh(base + "--teacher heft --il-episodes 4 --rl-episodes 0 -o " + (t / "e.pt"));
+  CAPTURE(heft.out);
+  REQUIRE(heft.code == 0);
+  CHECK(heft.out.find("teacher heft (simulated") != std::string::npos);
+  REQUIRE(sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:2 --method metis -o " + (t / "m.json")).code == 0);
+  auto file = sh(base + "--teacher " + (t / "m.json") + " --il-episodes 4 --rl-episodes 0 -o " + (t / "f.pt"));
+  CAPTURE(file.out);
+  CHECK(file.code == 0);
+  auto wrong_graph = sh(cli + " train --graph " + (t / "g2.json") + " --cluster cpu:2 --teacher " + (t / "m.json") +
+                        " --il-episodes 1 --rl-episodes 0 -o " + (t / "f.pt"));
+  CHECK(wrong_graph.code != 0);
+  CHECK(wrong_graph.out.find("m.json") != std::string::npos);
+  // auto (the default): single where it simulates faster than cp (the small Llama block on p100x4:
+  // 13.7 against 28 µs), else cp.
+  REQUIRE(sh(cli + " workload llama-block -q -o " + (t / "lb.json")).code == 0);
+  auto small = sh(cli + " train --graph " + (t / "lb.json") + " --cluster p100x4 --model wc --hidden 16 --steps 2 "
+                  "--il-episodes 2 --rl-episodes 0 -o " + (t / "s.pt"));
+  CAPTURE(small.out);
+  REQUIRE(small.code == 0);
+  CHECK(small.out.find("teacher auto (single simulated") != std::string::npos);
+  auto paper = sh(cli + " train --graph " + DOPPLER_PAPER_DIR + "/ffnn_192nodes.txt --cluster doppler-paper:4 --hidden 16 "
+                  "--steps 2 --il-episodes 2 --rl-episodes 0 -o " + (t / "s.pt"));
+  CAPTURE(paper.out);
+  REQUIRE(paper.code == 0);
+  CHECK(paper.out.find("teacher auto (cp)") != std::string::npos);
+  auto unknown = sh(base + "--teacher nosuch -o " + (t / "f.pt"));
+  CHECK(unknown.code == 2);
+  CHECK(unknown.out.find("--teacher") != std::string::npos);
+  // Several graphs: one policy, batches taking turns, the CSV names each row's graph.
+  auto many = sh(cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --cluster cpu:2 --model wc " +
+                 "--hidden 16 --steps 2 --il-episodes 4 --rl-episodes 4 --batch 2 -o " + (t / "h.pt") + " --csv " +
+                 (t / "h.csv") + " --svg " + (t / "h.svg"));
+  CAPTURE(many.out);
+  REQUIRE(many.code == 0);
+  CHECK(many.out.find("graph 1 (") != std::string::npos);
+  std::ifstream csv(t / "h.csv");
+  std::string header;
+  std::getline(csv, header);
+  CHECK(header == "episode,phase,makespan,best,loss,agreement,graph");
+  int second = 0;
+  for (std::string line; std::getline(csv, line);) second += line.ends_with(",1");
+  CHECK(second == 4);
+  CHECK(fs::exists(t / "h.svg"));
+  auto file_for_two = sh(cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --cluster cpu:2 --teacher " +
+                         (t / "m.json") + " -o " + (t / "h.pt"));
+  CHECK(file_for_two.code == 2);
+  CHECK(file_for_two.out.find("--teacher") != std::string::npos);
+  CHECK(sh(base + "--teacher-budget 0 -o " + (t / "h.pt")).code == 2);
+  // A cluster per graph: one policy for 2 and 4 devices.
+  const std::string two = cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --model wc --hidden 16 --steps 2 "
+                          "--il-episodes 4 --rl-episodes 4 --batch 2 -o " + (t / "k.pt") + " --cluster ";
+  auto per_graph = sh(two + "cpu:2 cpu:4");
+  CAPTURE(per_graph.out);
+  REQUIRE(per_graph.code == 0);
+  CHECK(per_graph.out.find("g.json on cpu:2)") != std::string::npos);
+  CHECK(per_graph.out.find("g2.json on cpu:4)") != std::string::npos);
+  auto three = sh(two + "cpu:2 cpu:4 cpu:8");
+  CHECK(three.code == 2);
+  CHECK(three.out.find("--cluster") != std::string::npos);
+  auto planned = sh(two + "cpu:2 cpu:4 --transfers planned");
+  CHECK(planned.code == 2);
+  CHECK(planned.out.find("--transfers") != std::string::npos);
+  // Phase III on several graphs, each measured on its cluster's engine: batches of --real-batch
+  // episodes take turns (episodes 9-10 graph 0, 11-12 graph 1, 13-14 graph 0), every evaluation
+  // measures both graphs' greedy placements (initial + one per update: 4 x 2 rows), the rows are in
+  // units of each graph's measured cp placement.
+  auto real = sh(two + "cpu:2 cpu:4 --real-episodes 6 --real-batch 2 --csv " + (t / "r.csv"));
+  CAPTURE(real.out);
+  REQUIRE(real.code == 0);
+  CHECK(real.out.find("3 updates of 2 episodes, 4 greedy evaluations") != std::string::npos);
+  CHECK(real.out.find("g.json on cpu:2)") != std::string::npos);
+  CHECK(real.out.find("g2.json on cpu:4)") != std::string::npos);
+  CHECK(real.out.find("; measured: cp ") != std::string::npos);
+  std::ifstream rcsv(t / "r.csv");
+  std::string rline;
+  std::getline(rcsv, rline);
+  int real_rows = 0, greedy_rows[2] = {0, 0};
+  std::string turns;
+  for (; std::getline(rcsv, rline);) {
+    const bool is_real = rline.find(",real,") != std::string::npos, is_greedy = rline.find(",real-greedy,") != std::string::npos;
+    if (!is_real && !is_greedy) continue;
+    const int graph = rline.back() - '0';
+    REQUIRE((graph == 0 || graph == 1));
+    const auto c1 = rline.find(','), c2 = rline.find(',', c1 + 1);
+    const double ratio = std::stod(rline.substr(c2 + 1));  // makespan / the graph's measured cp
+    CHECK(ratio > 0);
+    CHECK(ratio < 50);
+    if (is_real) {
+      ++real_rows;
+      turns += static_cast<char>('0' + graph);
+    } else {
+      ++greedy_rows[graph];
+    }
+  }
+  CHECK(real_rows == 6);
+  CHECK(turns == "001100");
+  CHECK(greedy_rows[0] == 4);
+  CHECK(greedy_rows[1] == 4);
+  CHECK(fs::exists(t / "k.pt"));
+  auto slow_third = sh(two + "cpu:2 cpu:4 --real-episodes 2 --real-straggler cpu3:2");  // cpu:2 has no cpu3
+  CHECK(slow_third.code == 2);
+  CHECK(slow_third.out.find("--real-straggler") != std::string::npos);
+  std::string seventeen;  // more graphs than the learner keeps the state of
+  for (int k = 0; k < 17; ++k) seventeen += " " + (t / "g.json");
+  auto too_many = sh(cli + " train --graph" + seventeen + " --cluster cpu:2 --real-episodes 2 -o " + (t / "k.pt"));
+  CHECK(too_many.code == 2);
+  CHECK(too_many.out.find("at most 16 graphs") != std::string::npos);
+}
+
+TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths are refused before any work") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  const std::string base = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --hidden 16 --steps 2 --episodes 2 ";
+  const std::string ok = " -o " + (t / "p.pt");
+  // Each: the flags, the text the one-line error must contain. Exit 2, no checkpoint, no backtrace.
+  const std::pair<std::string, std::string> cases[] = {
+      {"--il-lr nan" + ok, "--il-lr"},
+      {"--rl-lr inf" + ok, "--rl-lr"},
+      {"--il-lr -1" + ok, "--il-lr"},
+      {"--entropy -1" + ok, "--entropy"},
+      {"--baseline-decay 2" + ok, "--baseline-decay"},
+      {"--advantage-floor -1" + ok, "--advantage-floor"},
+      {"--temperature 0" + ok, "--temperature"},
+      {"--real-repeat 0" + ok, "--real-repeat"},
+      {"--hidden 0" + ok, "--hidden"},
+      {"--hidden 1000000" + ok, "--hidden"},
+      {"--steps 1000" + ok, "--steps"},
+      {"--seed -1" + ok, "--seed"},
+      {"--active-search -1" + ok, "--active-search"},
+      {"--active-search 0.1 --policy-kind gdp" + ok, "--active-search"},
+      {"-o " + (t / "missing/p.pt"), "does not exist"},
+      {"--csv " + (t / "missing/c.csv") + ok, "--csv"},
+      {"--best " + (t / "missing/b.json") + ok, "--best"},
+      {"-o " + t.path.string(), "is a directory"},
+      {"-o -", "not to stdout"},
+  };
+  for (const auto& [flags, expected] : cases) {
+    CAPTURE(flags);
+    auto r = sh(base + flags);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(expected) != std::string::npos);
+    CHECK(r.out.find("frame #") == std::string::npos);
+    CHECK(r.out.find("episode") == std::string::npos);  // refused before training (no progress line)
+    CHECK_FALSE(fs::exists(t / "p.pt"));
+  }
+  // A curriculum with an oversized network: the file and field named.
+  {
+    std::ofstream(t / "c.json") << R"({"format": "doppler-curriculum/1", "policy": {"hidden": 1000000}})";
+  }
+  auto big = sh(base + "--config " + (t / "c.json") + ok);
+  CHECK(big.code == 2);
+  CHECK(big.out.find("policy.hidden") != std::string::npos);
+  // place-learned checks its output path before loading anything.
+  auto pl = sh(cli + " place-learned --graph " + (t / "g.json") + " --cluster cpu:2 --policy " +
+               (t / "none.pt") + " -o " + (t / "missing/x.json"));
+  CHECK(pl.code == 2);
+  CHECK(pl.out.find("does not exist") != std::string::npos);
+}
+
+TEST_CASE("doppler train --active-search: the checkpoint places its graph as training left it, in another process") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  const std::string g = std::string(DOPPLER_PAPER_DIR) + "/chain_mm_112nodes.txt";
+  auto tr = sh(cli + " train --graph " + g + " --cluster doppler-paper:4 --model simple --hidden 16 --steps 2 "
+               "--il-episodes 10 --rl-episodes 40 --batch 4 --algorithm ppo --self-imitation 2 --temperature 1.5 "
+               "--active-search 0.1 -o " + (t / "a.pt"));
+  CAPTURE(tr.out);
+  REQUIRE(tr.code == 0);
+  CHECK(tr.out.find("active search lr 0.1") != std::string::npos);
+  const auto at = tr.out.find("after training: greedy ");
+  REQUIRE(at != std::string::npos);
+  const std::string greedy = tr.out.substr(at + 23, tr.out.find(' ', at + 23) - (at + 23));
+  auto pl = sh(cli + " place --graph " + g + " --cluster doppler-paper:4 --model simple --method doppler --policy " +
+               (t / "a.pt") + " -o " + (t / "p.json"));
+  CAPTURE(pl.out);
+  REQUIRE(pl.code == 0);
+  CHECK(pl.out.find("makespan     " + greedy + " s") != std::string::npos);
+}
+
+TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint keeps it, bad hints refused") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  const std::string P = std::string(DOPPLER_PAPER_DIR) + "/";
+  const std::string base = cli + " train --graph " + P + "ffnn_192nodes.txt --cluster doppler-paper:4 --hidden 16 --steps 2 ";
+  // FFNN's towers are isomorphic: only the hint tells the policy which source ops belong together.
+  auto metis = sh(base + "--hint metis --il-episodes 40 --rl-episodes 0 -o " + (t / "m.pt"));
+  CAPTURE(metis.out);
+  REQUIRE(metis.code == 0);
+  CHECK(metis.out.find("hint metis (simulated 56.6958 s)") != std::string::npos);
+  CHECK(metis.out.find("teacher auto (metis simulated 56.6958 s)") != std::string::npos);
+  CHECK(metis.out.find("greedy 56.6958 s") != std::string::npos);
+  auto pick = sh(base + "--hint auto --hint-budget 200 --il-episodes 2 --rl-episodes 0 -o " + (t / "a.pt"));
+  CAPTURE(pick.out);
+  REQUIRE(pick.code == 0);
+  CHECK(pick.out.find("hint auto -> metis") != std::string::npos);
+  // Placing another graph on another cluster computes that graph's hint.
+  auto place = sh(cli + " place --graph " + P + "8gpu_transformer_block.txt --cluster doppler-paper:8 --model simple "
+                  "--method doppler --policy " + (t / "m.pt") + " -o " + (t / "p.json"));
+  CAPTURE(place.out);
+  CHECK(place.code == 0);
+  CHECK(fs::exists(t / "p.json"));
+  // Fine-tuning keeps the checkpoint's hint; another one is refused (the network is sized for it).
+  auto tuned = sh(base + "--init " + (t / "m.pt") + " --il-episodes 0 --rl-episodes 2 --batch 2 -o " + (t / "n.pt"));
+  CAPTURE(tuned.out);
+  CHECK(tuned.code == 0);
+  CHECK(tuned.out.find("hint metis (simulated 56.6958 s)") != std::string::npos);
+  auto other = sh(base + "--init " + (t / "m.pt") + " --hint search --rl-episodes 2 -o " + (t / "n.pt"));
+  CHECK(other.code == 2);
+  CHECK(other.out.find("--hint") != std::string::npos);
+  auto budget = sh(base + "--init " + (t / "m.pt") + " --hint-budget 5 --rl-episodes 2 -o " + (t / "n.pt"));
+  CHECK(budget.code == 2);
+  CHECK(budget.out.find("--hint-budget") != std::string::npos);
+  CHECK(sh(base + "--hint-budget 0 -o " + (t / "x.pt")).code == 2);
+  // Phase III through the learner actor with a hinted policy (the actor computes the hint itself).
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  auto real = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --hint metis --hidden 16 "
+                 "--steps 2 --il-episodes 4 --rl-episodes 4 --real-episodes 4 --real-batch 2 -o " + (t / "r.pt"));
+  CAPTURE(real.out);
+  REQUIRE(real.code == 0);
+  CHECK(real.out.find("hint metis") != std::string::npos);
+  CHECK(real.out.find("2 updates of 2 episodes") != std::string::npos);
+  CHECK(sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:2 --method doppler --policy " + (t / "r.pt") +
+           " -o " + (t / "rp.json")).code == 0);
+  auto unknown = sh(base + "--hint nosuch -o " + (t / "x.pt"));
+  CHECK(unknown.code != 0);
+  CHECK(unknown.out.find("nosuch") != std::string::npos);
+  auto baseline = sh(base + "--hint metis --policy-kind gdp -o " + (t / "x.pt"));
+  CHECK(baseline.code != 0);
+  CHECK(baseline.out.find("hint") != std::string::npos);
+  CHECK(!fs::exists(t / "x.pt"));
+}
+
+TEST_CASE("doppler compare --policy: learned rows next to the placers, ratio to the best non-learned one") {
+  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
+    MESSAGE("built without LibTorch: skipped");
+    return;
+  }
+  temp_dir t;
+  const std::string g = " --graph " + (t / "g.json") + " --cluster cpu:4";
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  for (int s : {0, 1})
+    REQUIRE(sh(cli + " train" + g + " --model wc --il-episodes 8 --rl-episodes 8 --hidden 16 --steps 2 --seed " +
+               std::to_string(s) + " -o " + (t / ("d" + std::to_string(s) + ".pt"))).code == 0);
+  REQUIRE(sh(cli + " train" + g + " --model wc --il-episodes 4 --rl-episodes 4 --hidden 16 --steps 2 --policy-kind gdp -o " +
+             (t / "gdp.pt")).code == 0);
+  auto r = sh(cli + " compare" + g + " --methods cp,heft --seeds 2 --policy " + (t / "d0.pt") + "," + (t / "d1.pt") +
+              " --policy base=" + (t / "gdp.pt") + " --json --csv " + (t / "c.csv"));
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  auto& rows = j["rows"];
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0]["method"] == "cp");
+  CHECK(rows[0]["learned"] == false);
+  CHECK(rows[2]["method"] == "doppler");  // named by the checkpoints' policy kind
+  CHECK(rows[2]["learned"] == true);
+  CHECK(rows[2]["runs"] == 2);
+  CHECK(rows[3]["method"] == "base");
+  const double best_placer = std::min(rows[0]["makespan_s"].get<double>(), rows[1]["makespan_s"].get<double>());
+  CHECK(j["best_heuristic"] == (rows[0]["makespan_s"].get<double>() <= rows[1]["makespan_s"].get<double>() ? "cp" : "heft"));
+  CHECK(rows[2]["ratio_best_heuristic"].get<double>() ==
+        doctest::Approx(rows[2]["makespan_s"].get<double>() / best_placer));
+  // The learned row is the mean of the checkpoints' greedy placements, as `place --method doppler` gives them.
+  double sum = 0;
+  for (int s : {0, 1}) {
+    auto p = t / ("p" + std::to_string(s) + ".json");
+    REQUIRE(sh(cli + " place" + g + " --method doppler --policy " + (t / ("d" + std::to_string(s) + ".pt")) + " -o " + p)
+                .code == 0);
+    auto sim = sh(cli + " simulate" + g + " --placement " + p + " --json");
+    REQUIRE(sim.code == 0);
+    sum += nlohmann::json::parse(sim.out)["makespan_s"].get<double>();
+  }
+  CHECK(rows[2]["makespan_s"].get<double>() == doctest::Approx(sum / 2).epsilon(1e-9));
+  std::ifstream csv(t / "c.csv");
+  std::string header;
+  std::getline(csv, header);
+  CHECK(header.find(",learned") != std::string::npos);
+  // Bad input: a missing checkpoint names itself; an empty row name or list is refused.
+  auto missing = sh(cli + " compare" + g + " --methods cp --policy " + (t / "none.pt"));
+  CHECK(missing.code != 0);
+  CHECK(missing.out.find("none.pt") != std::string::npos);
+  CHECK(sh(cli + " compare" + g + " --methods cp --policy =" + (t / "d0.pt")).code == 2);
+  CHECK(sh(cli + " compare" + g + " --methods cp --policy name=").code == 2);
+  // Only learned rows: --methods may be empty.
+  auto only = sh(cli + " compare" + g + " --methods '' --policy " + (t / "d0.pt") + " --json");
+  CAPTURE(only.out);
+  REQUIRE(only.code == 0);
+  CHECK(nlohmann::json::parse(only.out)["rows"].size() == 1);
+}
