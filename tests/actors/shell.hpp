@@ -7,9 +7,20 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace shell {
+
+/// The built `doppler`.
+inline const std::string cli = DOPPLER_CLI_PATH;
+
+/// Whether `doppler-learn` (the LibTorch twin) was built beside it; says why a test is skipped when not.
+inline bool have_learner() {
+  if (std::filesystem::exists(std::filesystem::path(cli).parent_path() / "doppler-learn")) return true;
+  MESSAGE("built without LibTorch: skipped");
+  return false;
+}
 
 struct result {
   int code = 0;

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string cli = DOPPLER_CLI_PATH;
+using shell::cli;
 using shell::sh;
 
 }  // namespace
@@ -172,10 +172,7 @@ TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget
 }
 
 TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online runs update a trained policy") {
-  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
-    MESSAGE("built without LibTorch: skipped");
-    return;
-  }
+  if (!shell::have_learner()) return;
   temp_dir t;
   REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
   REQUIRE(sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:4 --model wc --il-episodes 8 " +

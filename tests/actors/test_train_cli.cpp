@@ -13,16 +13,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string cli = DOPPLER_CLI_PATH;
+using shell::cli;
 using shell::sh;
 
 }  // namespace
 
 TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
-  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
-    MESSAGE("built without LibTorch: skipped");
-    return;
-  }
+  if (!shell::have_learner()) return;
   temp_dir t;
   REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
   REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 3 --shards 2 -q -o " + (t / "g2.json")).code == 0);
@@ -166,10 +163,7 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
 }
 
 TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths are refused before any work") {
-  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
-    MESSAGE("built without LibTorch: skipped");
-    return;
-  }
+  if (!shell::have_learner()) return;
   temp_dir t;
   REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
   const std::string base = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --hidden 16 --steps 2 --episodes 2 ";
@@ -221,10 +215,7 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
 }
 
 TEST_CASE("doppler train --active-search: the checkpoint places its graph as training left it, in another process") {
-  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
-    MESSAGE("built without LibTorch: skipped");
-    return;
-  }
+  if (!shell::have_learner()) return;
   temp_dir t;
   const std::string g = std::string(DOPPLER_PAPER_DIR) + "/chain_mm_112nodes.txt";
   auto tr = sh(cli + " train --graph " + g + " --cluster doppler-paper:4 --model simple --hidden 16 --steps 2 "
@@ -244,10 +235,7 @@ TEST_CASE("doppler train --active-search: the checkpoint places its graph as tra
 }
 
 TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint keeps it, bad hints refused") {
-  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
-    MESSAGE("built without LibTorch: skipped");
-    return;
-  }
+  if (!shell::have_learner()) return;
   temp_dir t;
   const std::string P = std::string(DOPPLER_PAPER_DIR) + "/";
   const std::string base = cli + " train --graph " + P + "ffnn_192nodes.txt --cluster doppler-paper:4 --hidden 16 --steps 2 ";
@@ -300,10 +288,7 @@ TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint k
 }
 
 TEST_CASE("doppler compare --policy: learned rows next to the placers, ratio to the best non-learned one") {
-  if (!fs::exists(fs::path(cli).parent_path() / "doppler-learn")) {
-    MESSAGE("built without LibTorch: skipped");
-    return;
-  }
+  if (!shell::have_learner()) return;
   temp_dir t;
   const std::string g = " --graph " + (t / "g.json") + " --cluster cpu:4";
   REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
