@@ -302,7 +302,7 @@ void add_sim_commands(CLI::App& app) {
     auto* cmd = app.add_subcommand("place", "Place a graph on a cluster with a named method; write doppler-placement/1");
     struct opts {
       sim_flags f;
-      std::string method = "cp", out = "placement.json", policy;
+      std::string method = "cp", out = "placement.json", policy, start;
       std::uint64_t seed = 0;
       int budget = 2000, samples = 0;
     };
@@ -317,6 +317,9 @@ void add_sim_commands(CLI::App& app) {
         ->check(non_negative())
         ->capture_default_str();
     cmd->add_option("--budget", o->budget, "search: simulator evaluations")->capture_default_str();
+    cmd->add_option("--start", o->start,
+                    "search: start from this doppler-placement/1 file (its devices and order) instead of the best "
+                    "heuristic placement, e.g. to refine a learned one; the result is never worse than it");
     cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
     cmd->callback([o] {
       const bool learned = o->method == "doppler";
@@ -327,6 +330,9 @@ void add_sim_commands(CLI::App& app) {
       if (o->samples < 0) throw error(errc::bad_argument, "", "--samples", "must be >= 0");
       if (!learned && o->samples > 0)
         throw error(errc::bad_argument, "", "--samples", "only --method doppler samples (got --method " + o->method + ")");
+      if (!o->start.empty() && o->method != "search")
+        throw error(errc::bad_argument, "", "--start", "only --method search starts from a placement (got --method " +
+                                                           o->method + ")");
 #ifndef DOPPLER_HAVE_LEARNER
       if (learned) forward_to_learn_twin();  // the learner (LibTorch) lives in the twin doppler-learn
 #endif
@@ -337,6 +343,7 @@ void add_sim_commands(CLI::App& app) {
       po.budget = o->budget;
       po.sim = so;
       po.progress = progress_bar(o->method);
+      if (!o->start.empty()) po.start = std::make_shared<const placement>(load_placement(o->start, g, c));
 #ifdef DOPPLER_HAVE_LEARNER
       auto pl = learned ? make_doppler_placer(o->policy, o->samples) : make_placer(o->method);
 #else

@@ -1,9 +1,9 @@
 // Local search / simulated annealing over assignments (docs/placers.md, "search"): the
 // "enumerative optimizer" anchor.
 //
-// Start: the best (simulated makespan under opt.sim; earlier wins ties) of cp (seed opt.seed), heft,
-// m-etf, round-robin and single, then (with opt.sim.transfers, which makes cp/heft's EST
-// planned-aware) cp and heft with the per-edge EST; its priority order is kept. Then opt.budget candidates, each one move from the current assignment:
+// Start: opt.start when given; else the best (simulated makespan under opt.sim; earlier wins ties) of
+// cp (seed opt.seed), heft, m-etf, round-robin and single, then (with opt.sim.transfers, which makes
+// cp/heft's EST planned-aware) cp and heft with the per-edge EST; its priority order is kept. Then opt.budget candidates, each one move from the current assignment:
 //   50% reassign a random op to another random device,
 //   30% swap the devices of two random ops on different devices,
 //   20% move a random op to the device of one of its random neighbours (producer or consumer).
@@ -37,27 +37,35 @@ class search_placer final : public placer {
 
     placer_options sub = opt;
     sub.progress = nullptr;
-    placement start = make_cp_placer()->place(g, c, cm, sub);
-    double start_cost = score(start);
-    auto consider = [&](const char* method, const placer_options& po) {
-      placement alt;
-      try {
-        alt = make_placer(method)->place(g, c, cm, po);
-      } catch (const error& e) {
-        if (e.code() == errc::infeasible) return;  // e.g. single when device 0 is too small
-        throw;
+    placement start;
+    double start_cost = 0;
+    if (opt.start) {  // the caller's start, e.g. a learned placement to refine
+      check_placement(*opt.start, g, c);
+      start = *opt.start;
+      start_cost = score(start);
+    } else {
+      start = make_cp_placer()->place(g, c, cm, sub);
+      start_cost = score(start);
+      auto consider = [&](const char* method, const placer_options& po) {
+        placement alt;
+        try {
+          alt = make_placer(method)->place(g, c, cm, po);
+        } catch (const error& e) {
+          if (e.code() == errc::infeasible) return;  // e.g. single when device 0 is too small
+          throw;
+        }
+        double alt_cost = score(alt);
+        if (alt_cost < start_cost) {
+          start = std::move(alt);
+          start_cost = alt_cost;
+        }
+      };
+      for (const char* other : {"heft", "m-etf", "round-robin", "single"}) consider(other, sub);
+      if (opt.sim.transfers) {  // cp and heft also with their per-edge EST: the planned-aware one is not always better
+        placer_options per_edge = sub;
+        per_edge.sim.transfers = nullptr;
+        for (const char* m : {"cp", "heft"}) consider(m, per_edge);
       }
-      double alt_cost = score(alt);
-      if (alt_cost < start_cost) {
-        start = std::move(alt);
-        start_cost = alt_cost;
-      }
-    };
-    for (const char* other : {"heft", "m-etf", "round-robin", "single"}) consider(other, sub);
-    if (opt.sim.transfers) {  // cp and heft also with their per-edge EST: the planned-aware one is not always better
-      placer_options per_edge = sub;
-      per_edge.sim.transfers = nullptr;
-      for (const char* m : {"cp", "heft"}) consider(m, per_edge);
     }
     placement cur = std::move(start);
     cur.method = name();
@@ -70,6 +78,12 @@ class search_placer final : public placer {
 
     memory_tracker mem(g, c, opt.respect_memory);
     for (op_index v = 0; v < n; ++v) mem.add(cur.device[v], v);
+    if (opt.start && mem.enabled())
+      for (device_index d = 0; d < n_dev; ++d)
+        if (mem.used(d) > mem.capacity(d))
+          throw error(errc::infeasible, "search: the start placement puts " + std::to_string(mem.used(d)) +
+                                            " bytes on device " + c[d].id + ", over its memory (" +
+                                            std::to_string(mem.capacity(d)) + " bytes)");
 
     std::mt19937_64 rng(opt.seed ^ 0x9e3779b97f4a7c15ULL);
     std::uniform_real_distribution<double> unit(0.0, 1.0);

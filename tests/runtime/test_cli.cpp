@@ -59,6 +59,33 @@ TEST_CASE("cli: workload, validate, info --json, convert, cluster") {
   CHECK(r.out.find("8 devices") != std::string::npos);
 }
 
+TEST_CASE("cli: place --method search --start refines a given placement") {
+  temp_dir d;
+  const std::string g = "--graph '" + paper_dir + "/transformer_block_215nodes.txt' --cluster doppler-paper:4 --model simple";
+  REQUIRE(run(d, "place " + g + " --method round-robin -o rr.json").rc == 0);
+  auto makespan = [&](const std::string& file) {
+    auto r = run(d, "simulate " + g + " --placement " + file + " --json");
+    REQUIRE_MESSAGE(r.rc == 0, r.err);
+    return nlohmann::json::parse(r.out)["makespan_s"].get<double>();
+  };
+  auto r = run(d, "place " + g + " --method search --budget 300 --start rr.json -o s.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(makespan("s.json") < makespan("rr.json"));
+  // Only search takes a start; a missing or foreign start file is a clean error naming it.
+  r = run(d, "place " + g + " --method cp --start rr.json -o x.json");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--start") != std::string::npos);
+  r = run(d, "place " + g + " --method search --start missing.json -o x.json");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("missing.json") != std::string::npos);
+  REQUIRE(run(d, "workload llama-block -o other.json -q").rc == 0);
+  REQUIRE(run(d, "place --graph other.json --cluster doppler-paper:4 --method cp -o other-p.json").rc == 0);
+  r = run(d, "place " + g + " --method search --start other-p.json -o x.json");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("other-p.json") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "x.json"));
+}
+
 TEST_CASE("cli: place, simulate --json, simulate --runs, trace") {
   temp_dir d;
   REQUIRE(run(d, "workload llama-block -o g.json -q").rc == 0);

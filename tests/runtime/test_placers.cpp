@@ -1,5 +1,5 @@
 // Placers: the cp teacher against a hand-worked example, tie reporting, validity on every workload
-// and paper graph, seeded determinism, memory, search never worse than its start, and cp/heft unchanged
+// and paper graph, seeded determinism, memory, search never worse than its start (its own or a given one), and cp/heft unchanged
 // without a transfer planner.
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
@@ -270,6 +270,65 @@ TEST_CASE("search is never worse than its start and reports progress") {
     for (const char* m : {"cp", "heft", "m-etf", "round-robin", "single"})
       start = std::min(start, simulate(g, c, make_placer(m)->place(g, c, cm, so), cm, o.sim).makespan);
     CHECK(simulate(g, c, s, cm, o.sim).makespan <= start);
+  }
+}
+
+TEST_CASE("search from a given start: never worse than it, keeps its order, refuses a bad one") {
+  cost_model cm;
+  graph g = paper("transformer_block_215nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  placer_options o;
+  o.seed = 3;
+  o.budget = 400;
+  o.sim.model = sim_model::simple;
+  // A poor start: round-robin's devices with cp's order.
+  placement cp = make_placer("cp")->place(g, c, cm, o);
+  placement start = make_placer("round-robin")->place(g, c, cm, o);
+  start.order = cp.order;
+  const double start_ms = simulate(g, c, start, cm, o.sim).makespan;
+  o.start = std::make_shared<const placement>(start);
+  placement s = make_placer("search")->place(g, c, cm, o);
+  CHECK_NOTHROW(check_placement(s, g, c));
+  CHECK(s.order == start.order);  // search moves devices only
+  const double s_ms = simulate(g, c, s, cm, o.sim).makespan;
+  CHECK(s_ms <= start_ms);
+  CHECK(s_ms < start_ms);  // 400 proposals improve a round-robin start of this graph
+  // The start is what search starts from: without it the result differs (it starts from cp/heft).
+  placer_options plain = o;
+  plain.start = nullptr;
+  CHECK(make_placer("search")->place(g, c, cm, plain).device != s.device);
+  // Budget 0 returns the start itself.
+  placer_options none = o;
+  none.budget = 0;
+  CHECK(same_placement(make_placer("search")->place(g, c, cm, none), start));
+
+  // A start for another graph (wrong op count) is refused, naming the problem.
+  placement short_start = start;
+  short_start.device.pop_back();
+  o.start = std::make_shared<const placement>(short_start);
+  CHECK_THROWS_AS(make_placer("search")->place(g, c, cm, o), error);
+
+  // A start that overflows a device's memory is infeasible, naming the device.
+  std::vector<device> devs = {{"g0", device_kind::gpu, 1e10, 1000, "h"}, {"g1", device_kind::gpu, 1e10, 1000, "h"}};
+  cluster small("small", devs, {}, {{"g0", "g1", 1e10, 0.0, true}});
+  std::vector<op_spec> ops;
+  for (int i = 0; i < 4; ++i) {
+    op_spec sp = syn("o" + std::to_string(i), 1, 0, i ? std::vector<std::string>{"o" + std::to_string(i - 1)}
+                                                    : std::vector<std::string>{});
+    sp.bytes = 400;
+    ops.push_back(std::move(sp));
+  }
+  graph chain = build("chain", ops);
+  placement all0;
+  all0.device.assign(4, 0);
+  placer_options mo = quick();
+  mo.start = std::make_shared<const placement>(all0);
+  try {
+    make_placer("search")->place(chain, small, cm, mo);
+    FAIL("search accepted a start with 1600 bytes on a 1000-byte device");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::infeasible);
+    CHECK(std::string(e.what()).find("g0") != std::string::npos);
   }
 }
 

@@ -26,6 +26,10 @@ struct placer_options {
   sim_options sim;
   bool respect_memory = true;
   std::function<void(double)> progress;  ///< optional: called with fraction done (0..1)
+  /// search: start from this placement (its devices and order) instead of the best heuristic one,
+  /// e.g. to refine a learned placement (`place --method search --start FILE`). Checked against the
+  /// graph and cluster; must fit device memory when respect_memory.
+  std::shared_ptr<const placement> start;
 };
 
 class placer {
