@@ -22,7 +22,8 @@
 # REAL [500], REAL_REPEAT [3], REAL_BATCH [4] (phase III episodes per update), REAL_EVAL [1] (greedy
 # measured after every REAL_EVAL updates, the best-measured parameters kept; 0: the last ones),
 # REPEAT [5], ROUNDS [12], MODE [wc], STRAGGLER [none], PLACERS ["cp heft m-etf metis search"]
-# (the non-learned placements measured next to the learned ones, default options).
+# (the non-learned placements measured next to the learned ones, default options), TRAIN_ARGS [""]
+# (extra `doppler train` flags for both trainings, e.g. "--active-search 0.05 --self-imitation 2").
 # STRAGGLER=DEV:FACTOR (e.g. cpu0:3) slows that device of the real runtime — phase III's episodes and
 # every measurement (`train --real-straggler`, `run --straggler`) — while calibration, phases I+II and
 # the placers keep the simulator's equal devices: a known sim-to-real gap for phase III to close.
@@ -44,7 +45,8 @@ echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), pha
 "$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost.json" | tee "$OUT/calibrate.txt"
 SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
 [[ -n $SPEC ]] || { echo "no cluster spec in calibrate's output" >&2; exit 1; }
-T=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH")
+read -r -a EXTRA <<< "${TRAIN_ARGS:-}"
+T=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH" "${EXTRA[@]}")
 
 P=()
 for m in $PLACERS; do
