@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# How far `search` (simulated annealing, docs/placers.md) gets with more simulations: issue 5's goal
+# is DOPPLER <= 0.90x the best placer, and on the Llama paper graphs the best placer is `search` at
+# the results table's budget (20 000 simulations), so the bar moves with that budget.
+#
+# Usage: scripts/search_budget.sh [OUTDIR]
+#   DOPPLER=path/to/doppler (default build/release/cli/doppler)
+#   BUDGETS="20000 200000 2000000"   SEEDS="0 1 2"   GRAPHS="llama-block-paper ..." (a subset)
+#   STARTS="graph:label=placement.json ..."  also refine these placements (e.g. DOPPLER's greedy ones,
+#            `place --method doppler -o`) with `search --start` at every budget, e.g.
+#            STARTS="llama-block-paper:doppler-s0=/tmp/b0.json llama-block-paper:doppler-s1=/tmp/b1.json"
+# Prints a markdown table (mean, min, max over seeds, and mean / the mean of search from its own
+# start at the first budget: the goal's bar is 0.90 of that at 20 000) to stdout and
+# OUTDIR/search_budget.md; every placement goes to OUTDIR.
+set -euo pipefail
+out=${1:-/tmp/doppler-search-budget}
+bin=${DOPPLER:-build/release/cli/doppler}
+budgets=${BUDGETS:-20000 200000 2000000}
+seeds=${SEEDS:-0 1 2}
+mkdir -p "$out"
+P=workloads/doppler-paper
+setups=(
+  "llama-block-paper|$P/transformer_block_215nodes.txt|doppler-paper:4"
+  "llama-layer-paper|$P/full_transformer_layer_261nodes.txt|doppler-paper:4"
+  "llama-block-paper8|$P/8gpu_transformer_block.txt|doppler-paper:8"
+  "llama-layer-paper8|$P/8gpu_full_transformer.txt|doppler-paper:8"
+)
+wanted() { [[ -z ${GRAPHS:-} ]] || [[ " $GRAPHS " == *" $1 "* ]]; }
+echo "$(date -u '+%F %T') UTC, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(git rev-parse --short HEAD 2>/dev/null || echo '?')" >&2
+
+makespan() {  # graph cluster placement -> seconds under the simple model
+  "$bin" simulate --graph "$1" --cluster "$2" --model simple --placement "$3" --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["makespan_s"])'
+}
+
+rows=()
+for s in "${setups[@]}"; do
+  IFS='|' read -r name file cluster <<<"$s"
+  wanted "$name" || continue
+  starts=("heuristic=")
+  for st in ${STARTS:-}; do [[ ${st%%:*} == "$name" ]] && starts+=("${st#*:}"); done
+  base=""
+  for st in "${starts[@]}"; do
+    label=${st%%=*} start=${st#*=}
+    for b in $budgets; do
+      vals=()
+      for seed in $seeds; do
+        f=$out/$name-$label-b$b-s$seed.json
+        if [[ ! -s $f ]]; then
+          "$bin" place --graph "$file" --cluster "$cluster" --model simple --method search --budget "$b" --seed "$seed" \
+            ${start:+--start "$start"} -o "$f.tmp" >/dev/null
+          mv "$f.tmp" "$f"
+        fi
+        vals+=("$(makespan "$file" "$cluster" "$f")")
+      done
+      row=$(python3 - "$b" "$base" "${vals[@]}" <<'EOF'
+import sys
+b, base, v = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3:]]
+m = sum(v) / len(v)
+print(f"{m:.1f}|{min(v):.1f}|{max(v):.1f}|{m / float(base) if base else 1.0:.3f}|{m}")
+EOF
+)
+      IFS='|' read -r mean lo hi ratio raw <<<"$row"
+      [[ -z $base ]] && base=$raw
+      [[ $label == heuristic ]] && start_label="best heuristic" || start_label="$label"
+      rows+=("| $name | $start_label | $b | $mean | $lo | $hi | $ratio |")
+      echo "$name $label budget $b: mean $mean (min $lo, max $hi)" >&2
+    done
+  done
+done
+{
+  echo "| graph | start | budget | mean (s) | min | max | mean / search at the first budget |"
+  echo "|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+} | tee "$out/search_budget.md"
