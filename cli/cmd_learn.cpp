@@ -196,6 +196,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--self-imitation", o->t.self_imitation,
                   "Phase II: imitation steps on the best episode sampled so far after every update (0: off), so "
                   "the greedy policy follows the best placement found")->check(CLI::Range(0, 1000000))->capture_default_str();
+  cmd->add_flag("--self-imitation-gate", o->t.self_imitation_gate,
+                "Self-imitation only after updates where the best episode beats the current greedy placement (one "
+                "more simulation per update), so a greedy policy better than every sample keeps its RL drift");
   cmd->add_option("--advantage-floor", o->t.advantage_floor,
                   "Phase II: the smallest relative cost spread advantages are divided by (0: no floor, the rule "
                   "before the floor existed)")->check(finite_in(0, 1))->capture_default_str();
@@ -267,6 +270,7 @@ void add_train(CLI::App& app) {
       if (given("--normalize-advantages")) t.normalize_advantages = o->t.normalize_advantages;
       if (given("--advantage-floor")) t.advantage_floor = o->t.advantage_floor;
       if (given("--self-imitation")) t.self_imitation = o->t.self_imitation;
+      if (given("--self-imitation-gate")) t.self_imitation_gate = o->t.self_imitation_gate;
       if (given("--ppo-clip")) t.ppo_clip = o->t.ppo_clip;
       if (given("--ppo-epochs")) t.ppo_epochs = o->t.ppo_epochs;
       if (given("--ppo-target-kl")) t.ppo_target_kl = o->t.ppo_target_kl;
@@ -288,6 +292,8 @@ void add_train(CLI::App& app) {
       o->model = o->t.sim.model == sim_model::simple ? "simple" : "wc";
     }
     select_phases(o->phases, o->episodes, o->t, *cmd);
+    if (cmd->count("--self-imitation-gate") > 0 && o->t.self_imitation == 0)
+      throw error(errc::bad_argument, "", "--self-imitation-gate", "gates self-imitation: needs --self-imitation N > 0");
     learner::check_train_options(o->t);  // flags and curriculum merged: before any work
     if (o->t.real_episodes > 0 && n_graphs > learner::doppler_learner_max_problems)
       throw error(errc::bad_argument, "", "--graph",
@@ -400,7 +406,10 @@ void add_train(CLI::App& app) {
         (o->t.ppo ? fmt::format("PPO, clip {}, {} epochs{}", o->t.ppo_clip, o->t.ppo_epochs,
                                 o->t.ppo_target_kl > 0 ? fmt::format(", target KL {}", o->t.ppo_target_kl) : std::string())
                   : std::string("REINFORCE")) +
-            (o->t.baseline == learner::baseline_kind::mean ? std::string() : fmt::format(", {} baseline", learner::baseline_name(o->t.baseline))),
+            (o->t.baseline == learner::baseline_kind::mean ? std::string() : fmt::format(", {} baseline", learner::baseline_name(o->t.baseline))) +
+            (o->t.self_imitation > 0 ? fmt::format(", self-imitation {}{}", o->t.self_imitation,
+                                                   o->t.self_imitation_gate ? " (gated)" : "")
+                                     : std::string()),
         o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);
     double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);
@@ -455,7 +464,11 @@ void add_train(CLI::App& app) {
                                            100 * r.final_sel_agreement, 100 * r.final_plc_agreement)
                              : std::string("no phase I (--il-episodes 0)\n"),
         r.il_seconds, r.rl_seconds, eps ? 1000 * (r.il_seconds + r.rl_seconds) / eps : 0.0,
-        r.ppo_epochs_mean > 0 ? fmt::format("; PPO {:.2f} epochs per update", r.ppo_epochs_mean) : std::string(), o->out);
+        (r.ppo_epochs_mean > 0 ? fmt::format("; PPO {:.2f} epochs per update", r.ppo_epochs_mean) : std::string()) +
+            (o->t.self_imitation > 0 ? fmt::format("; self-imitation after {} of {} updates", r.self_imitation_updates,
+                                                   r.rl_updates)
+                                     : std::string()),
+        o->out);
     if (real > 0)
       std::cout << fmt::format("phase III (learner actor): {}measured greedy makespan {:.6g} s -> {:.6g} s (after a warm-up run; "
                                "one measurement each: compare placements with `doppler run`; {} episodes, {}{}, {:.1f} s)\n",

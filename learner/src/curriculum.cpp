@@ -105,7 +105,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     const auto& s = j["reinforce"];
     r.keys(s, "reinforce", {"lr", "lr_final", "temperature", "epsilon", "entropy", "entropy_final", "gamma",
                             "baseline_decay", "baseline", "normalize_advantages", "advantage_floor", "algorithm", "ppo_clip",
-                            "ppo_epochs", "ppo_target_kl", "self_imitation"});
+                            "ppo_epochs", "ppo_target_kl", "self_imitation", "self_imitation_gate"});
     r.number(s, "reinforce", "lr", t.rl_lr, L::lr_min, L::lr_max);
     r.number(s, "reinforce", "lr_final", t.lr_final, 0, 1);
     r.number(s, "reinforce", "temperature", t.temperature, L::temperature_min, L::temperature_max);
@@ -133,6 +133,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     r.integer(s, "reinforce", "ppo_epochs", t.ppo_epochs, 1);
     r.number(s, "reinforce", "ppo_target_kl", t.ppo_target_kl, 0, L::ppo_target_kl_max);
     r.integer(s, "reinforce", "self_imitation", t.self_imitation, 0);
+    r.boolean(s, "reinforce", "self_imitation_gate", t.self_imitation_gate);
   }
   if (j.contains("policy")) {
     const auto& s = j["policy"];

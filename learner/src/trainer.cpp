@@ -97,6 +97,8 @@ void check_train_options(const train_options& o) {
   count("real_eval_every", o.real_eval_every, 0);
   count("real_confirm", o.real_confirm, 0);
   count("self_imitation", o.self_imitation, 0);
+  if (o.self_imitation_gate && o.self_imitation == 0)
+    throw error(errc::bad_argument, "learner: self_imitation_gate gates self-imitation, which is off (self_imitation 0)");
   count("eval_every", o.eval_every, 0);
   number("real_select_margin", o.real_select_margin, 0, L::select_margin_max);
   number("il_lr", o.il_lr, L::lr_min, L::lr_max);
@@ -215,6 +217,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   // depend on the time unit. Phase II's costs come from the simulator, phase III's from opt.measure.
   std::function<void(int)> on_update;
   long ppo_steps = 0, ppo_updates = 0;  // phase II's PPO Adam steps and updates (ppo_epochs_mean)
+  int rl_updates = 0, sil_updates = 0;  // phase II's updates, and those followed by self-imitation
   auto reinforce = [&](const char* phase, int episodes, int batch_size,
                        const std::function<double(std::size_t, const placement&)>& cost, std::uint64_t stream) {
     std::vector<double> cost_sum(n_pb, 0.0), ema(n_pb, 0.0), self_best(n_pb, std::numeric_limits<double>::infinity());
@@ -276,10 +279,14 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
             self_best[k] = costs[i];
             self_ep[k].assign(1, self_labelled(batch[i]));
           }
-        for (int j = 0; j < opt.self_imitation && !self_ep[k].empty(); ++j) pol.imitation_update(q, self_ep[k]);
+        // Gated: only while the best sample beats what the greedy policy places now.
+        const bool fire = !self_ep[k].empty() && (!opt.self_imitation_gate || self_best[k] < cost(k, pol.place(q)));
+        for (int j = 0; fire && j < opt.self_imitation; ++j) pol.imitation_update(q, self_ep[k]);
+        if (fire) ++sil_updates;
       }
       done += b;
       ++updates;
+      if (stream == 0) ++rl_updates;
       if (on_update) on_update(updates);
     }
   };
@@ -316,6 +323,8 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   }
   res.rl_seconds = seconds_since(t0);
   if (ppo_updates > 0) res.ppo_epochs_mean = static_cast<double>(ppo_steps) / static_cast<double>(ppo_updates);
+  res.rl_updates = rl_updates;
+  res.self_imitation_updates = sil_updates;
   if (opt.real_episodes > 0) {
     t0 = std::chrono::steady_clock::now();
     auto measured = [&](std::size_t k, const placement& p) {

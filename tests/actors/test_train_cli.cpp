@@ -184,6 +184,7 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
       {"--seed -1" + ok, "--seed"},
       {"--active-search -1" + ok, "--active-search"},
       {"--active-search 0.1 --policy-kind gdp" + ok, "--active-search"},
+      {"--self-imitation-gate" + ok, "--self-imitation-gate"},
       {"-o " + (t / "missing/p.pt"), "does not exist"},
       {"--csv " + (t / "missing/c.csv") + ok, "--csv"},
       {"--best " + (t / "missing/b.json") + ok, "--best"},
@@ -219,11 +220,13 @@ TEST_CASE("doppler train --active-search: the checkpoint places its graph as tra
   temp_dir t;
   const std::string g = std::string(DOPPLER_PAPER_DIR) + "/chain_mm_112nodes.txt";
   auto tr = sh(cli + " train --graph " + g + " --cluster doppler-paper:4 --model simple --hidden 16 --steps 2 "
-               "--il-episodes 10 --rl-episodes 40 --batch 4 --algorithm ppo --self-imitation 2 --temperature 1.5 "
-               "--active-search 0.1 -o " + (t / "a.pt"));
+               "--il-episodes 10 --rl-episodes 40 --batch 4 --algorithm ppo --self-imitation 2 --self-imitation-gate "
+               "--temperature 1.5 --active-search 0.1 -o " + (t / "a.pt"));
   CAPTURE(tr.out);
   REQUIRE(tr.code == 0);
   CHECK(tr.out.find("active search lr 0.1") != std::string::npos);
+  CHECK(tr.out.find("self-imitation 2 (gated)") != std::string::npos);
+  CHECK(tr.out.find(" of 10 updates") != std::string::npos);  // "self-imitation after N of 10 updates"
   const auto at = tr.out.find("after training: greedy ");
   REQUIRE(at != std::string::npos);
   const std::string greedy = tr.out.substr(at + 23, tr.out.find(' ', at + 23) - (at + 23));

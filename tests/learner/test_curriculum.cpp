@@ -49,6 +49,9 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1"})").policy.active_search == 0);
   CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1", "policy": {"active_search": 0.05}})")
             .policy.active_search == doctest::Approx(0.05));
+  CHECK_FALSE(parse_curriculum(R"({"format": "doppler-curriculum/1"})").train.self_imitation_gate);
+  CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1", "reinforce": {"self_imitation": 2, "self_imitation_gate": true}})")
+            .train.self_imitation_gate);
 }
 
 TEST_CASE("curriculum errors name the path") {
@@ -72,6 +75,8 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"ppo_epochs": 0}})") == "reinforce.ppo_epochs");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"ppo_target_kl": -0.1}})") == "reinforce.ppo_target_kl");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "typo": 1})") == "typo");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "reinforce": {"self_imitation_gate": 1}})") ==
+        "reinforce.self_imitation_gate");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "policy": {"active_search": -1}})") == "policy.active_search");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "policy": {"kind": "gdp", "active_search": 0.1}})") ==
         "policy.active_search");

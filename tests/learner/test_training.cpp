@@ -139,8 +139,41 @@ TEST_CASE("self-imitation: an episode labelled with its own actions, imitated, g
   o.self_imitation = 2;
   auto r = train(pol, pb, o);
   for (const auto& row : r.curve) CHECK(std::isfinite(row.loss));
+  CHECK(r.rl_updates == 4);
+  CHECK(r.self_imitation_updates == 4);  // ungated: after every update
   o.self_imitation = -1;
   CHECK_THROWS_AS(train(pol, pb, o), doppler::error);
+  o.self_imitation = 0;
+  o.self_imitation_gate = true;  // a gate on nothing
+  CHECK_THROWS_AS(train(pol, pb, o), doppler::error);
+}
+
+TEST_CASE("self-imitation gate: only while the best sample beats the greedy placement") {
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c, cm);
+  auto run = [&](bool gate, double temperature) {
+    policy pol(policy_options().with_hidden(16).with_steps(2).with_proj(8).with_mlp(16).with_seed(3));
+    train_options o;
+    o.with_il(0).with_rl(64).with_batch(4).with_seed(1).with_model(sim_model::simple);
+    o.self_imitation = 2;
+    o.self_imitation_gate = gate;
+    o.temperature = temperature;
+    o.eval_every = 0;
+    auto r = train(pol, pb, o);
+    return std::pair{r, pol.place(pb)};
+  };
+  auto [open, open_p] = run(false, 1.0);
+  auto [gated, gated_p] = run(true, 1.0);
+  REQUIRE(gated.rl_updates == 16);
+  CHECK(open.self_imitation_updates == 16);
+  // The untrained greedy placement is worse than the first batch's best sample, so the gate opens at
+  // least once; after updates where the greedy policy places at least as well as every sample so far
+  // it stays shut (ungated, those updates would imitate too).
+  CHECK(gated.self_imitation_updates >= 1);
+  CHECK(gated.self_imitation_updates < 16);
+  CHECK(gated_p.device != open_p.device);
 }
 
 TEST_CASE("several problems: batches take turns, the curve is in units of each cp") {

@@ -80,6 +80,10 @@ struct train_options {
   /// imitation steps (policy::imitation_update) on the best episode sampled so far, labelled with its
   /// own actions (self_labelled), so that the greedy policy follows the best placement found. 0 = off.
   int self_imitation = 0;
+  /// Self-imitation only after updates where the best episode so far beats the current greedy
+  /// placement (one more rollout and simulation per update): a greedy policy better than every
+  /// sample is left to the RL update instead of being pulled back to the best sample.
+  bool self_imitation_gate = false;
   sim_options sim;              ///< the simulator that scores placements (model simple|wc, streams)
   /// Phase II model selection: every this many updates the greedy placement is simulated, and the
   /// parameters of the best greedy one are the policy train() leaves (0 = keep the last ones).
@@ -136,6 +140,8 @@ struct train_result {
   double lower_bound = 0;         ///< makespan_lower_bound for the simulator options
   double il_seconds = 0, rl_seconds = 0, real_seconds = 0;
   double ppo_epochs_mean = 0;     ///< PPO: Adam steps per phase-II update, mean (< ppo_epochs when ppo_target_kl stopped some)
+  int rl_updates = 0;             ///< phase II: updates (batches)
+  int self_imitation_updates = 0; ///< phase II: updates after which self-imitation ran (all but the gated-off ones)
   double real_initial_greedy = 0;  ///< phase III: measured makespan of problem 0's greedy placement before ...
   double real_final_greedy = 0;    ///< ... and after it (per_problem: every problem's)
   double final_agreement = 0;     ///< greedy rollout's teacher agreement after phase I (both choices)
