@@ -38,28 +38,28 @@ class search_placer final : public placer {
     placer_options sub = opt;
     sub.progress = nullptr;
     placement start;
-    double start_cost = 0;
     if (opt.start) {  // the caller's start, e.g. a learned placement to refine
       check_placement(*opt.start, g, c);
       start = *opt.start;
-      start_cost = score(start);
     } else {
       start = make_cp_placer()->place(g, c, cm, sub);
-      start_cost = score(start);
-      auto consider = [&](const char* method, const placer_options& po) {
-        placement alt;
-        try {
-          alt = make_placer(method)->place(g, c, cm, po);
-        } catch (const error& e) {
-          if (e.code() == errc::infeasible) return;  // e.g. single when device 0 is too small
-          throw;
-        }
-        double alt_cost = score(alt);
-        if (alt_cost < start_cost) {
-          start = std::move(alt);
-          start_cost = alt_cost;
-        }
-      };
+    }
+    double start_cost = score(start);
+    auto consider = [&](const char* method, const placer_options& po) {  // the best heuristic start
+      placement alt;
+      try {
+        alt = make_placer(method)->place(g, c, cm, po);
+      } catch (const error& e) {
+        if (e.code() == errc::infeasible) return;  // e.g. single when device 0 is too small
+        throw;
+      }
+      double alt_cost = score(alt);
+      if (alt_cost < start_cost) {
+        start = std::move(alt);
+        start_cost = alt_cost;
+      }
+    };
+    if (!opt.start) {
       for (const char* other : {"heft", "m-etf", "round-robin", "single"}) consider(other, sub);
       if (opt.sim.transfers) {  // cp and heft also with their per-edge EST: the planned-aware one is not always better
         placer_options per_edge = sub;
