@@ -38,4 +38,15 @@ inline result sh(const std::string& cmd) {
   return r;
 }
 
+/// Runs `cmd`, which must be refused: exit 2 with `expected` in its one-line error (the output is
+/// captured for the failure report). Returns the result for further checks.
+inline result check_refused(const std::string& cmd, const std::string& expected) {
+  result r = sh(cmd);
+  CAPTURE(cmd);
+  CAPTURE(r.out);
+  CHECK(r.code == 2);
+  CHECK(r.out.find(expected) != std::string::npos);
+  return r;
+}
+
 }  // namespace shell

@@ -14,6 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using shell::cli;
+using shell::check_refused;
 using shell::sh;
 
 }  // namespace
@@ -155,17 +156,11 @@ TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget
   CHECK(text.out.find("online learning: learner heft") != std::string::npos);
   CHECK(text.out.find("3 runs, 1 explored") != std::string::npos);  // ceil(0.1 x 3) = 1
 
-  auto unknown = sh(cli + " run --graph " + (t / "g.json") + " --learner no-such --online");
-  CHECK(unknown.code == 2);
-  CHECK(unknown.out.find("unknown learner 'no-such'") != std::string::npos);
-  auto bad = sh(cli + " run --graph " + (t / "g.json") + " --learner cp --online --explore 1.5");
-  CHECK(bad.code == 2);
-  CHECK(bad.out.find("--explore") != std::string::npos);
+  check_refused(cli + " run --graph " + (t / "g.json") + " --learner no-such --online", "unknown learner 'no-such'");
+  check_refused(cli + " run --graph " + (t / "g.json") + " --learner cp --online --explore 1.5", "--explore");
   auto lonely = sh(cli + " run --graph " + (t / "g.json") + " --online");
   CHECK(lonely.code == 2);
-  auto offline = sh(cli + " run --graph " + (t / "g.json") + " --learner cp --explore 0.2");
-  CHECK(offline.code == 2);
-  CHECK(offline.out.find("needs --online") != std::string::npos);
+  check_refused(cli + " run --graph " + (t / "g.json") + " --learner cp --explore 0.2", "needs --online");
   auto help = sh(cli + " run --help");
   CHECK(help.out.find("--online") != std::string::npos);
   CHECK(help.out.find("--explore") != std::string::npos);
@@ -196,9 +191,7 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   auto learned = read_json(t / "learned.json"), via_place = read_json(t / "placed.json");
   CHECK(via_place["assignment"] == learned["assignment"]);
   CHECK(via_place["order"] == learned["order"]);
-  auto no_policy = sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:4 --method doppler");
-  CHECK(no_policy.code == 2);
-  CHECK(no_policy.out.find("--policy") != std::string::npos);
+  check_refused(cli + " place --graph " + (t / "g.json") + " --cluster cpu:4 --method doppler", "--policy");
   CHECK(sh(cli + " place --graph " + (t / "g.json") + " --cluster cpu:4 --method cp --policy " + (t / "p.pt")).code == 2);
   auto again = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:4 --learner doppler --policy " + (t / "p2.pt") +
                   " --repeat 1 --json");

@@ -14,6 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using shell::cli;
+using shell::check_refused;
 using shell::sh;
 
 }  // namespace
@@ -46,12 +47,8 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   REQUIRE(both.code == 0);
   CHECK(rows(t / "c.csv", "il") == 3);
   CHECK(rows(t / "c.csv", "rl") == 3);
-  auto unlisted = sh(base + "--phases il --rl-episodes 4 -o " + (t / "d.pt"));
-  CHECK(unlisted.code == 2);
-  CHECK(unlisted.out.find("--rl-episodes") != std::string::npos);
-  auto bogus = sh(base + "--phases il,bogus -o " + (t / "d.pt"));
-  CHECK(bogus.code == 2);
-  CHECK(bogus.out.find("bogus") != std::string::npos);
+  check_refused(base + "--phases il --rl-episodes 4 -o " + (t / "d.pt"), "--rl-episodes");
+  check_refused(base + "--phases il,bogus -o " + (t / "d.pt"), "bogus");
   // --teacher: a placer's placement or a placement file; phase I's agreement is against it.
   auto heft = sh(base + "--teacher heft --il-episodes 4 --rl-episodes 0 -o " + (t / "e.pt"));
   CAPTURE(heft.out);
@@ -78,9 +75,7 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   CAPTURE(paper.out);
   REQUIRE(paper.code == 0);
   CHECK(paper.out.find("teacher auto (cp)") != std::string::npos);
-  auto unknown = sh(base + "--teacher nosuch -o " + (t / "f.pt"));
-  CHECK(unknown.code == 2);
-  CHECK(unknown.out.find("--teacher") != std::string::npos);
+  check_refused(base + "--teacher nosuch -o " + (t / "f.pt"), "--teacher");
   // Several graphs: one policy, batches taking turns, the CSV names each row's graph.
   auto many = sh(cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --cluster cpu:2 --model wc " +
                  "--hidden 16 --steps 2 --il-episodes 4 --rl-episodes 4 --batch 2 -o " + (t / "h.pt") + " --csv " +
@@ -109,12 +104,8 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   REQUIRE(per_graph.code == 0);
   CHECK(per_graph.out.find("g.json on cpu:2)") != std::string::npos);
   CHECK(per_graph.out.find("g2.json on cpu:4)") != std::string::npos);
-  auto three = sh(two + "cpu:2 cpu:4 cpu:8");
-  CHECK(three.code == 2);
-  CHECK(three.out.find("--cluster") != std::string::npos);
-  auto planned = sh(two + "cpu:2 cpu:4 --transfers planned");
-  CHECK(planned.code == 2);
-  CHECK(planned.out.find("--transfers") != std::string::npos);
+  check_refused(two + "cpu:2 cpu:4 cpu:8", "--cluster");
+  check_refused(two + "cpu:2 cpu:4 --transfers planned", "--transfers");
   // Phase III on several graphs, each measured on its cluster's engine: batches of --real-batch
   // episodes take turns (episodes 9-10 graph 0, 11-12 graph 1, 13-14 graph 0), every evaluation
   // measures both graphs' greedy placements (initial + one per update: 4 x 2 rows), the rows are in
@@ -157,9 +148,7 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   CHECK(slow_third.out.find("--real-straggler") != std::string::npos);
   std::string seventeen;  // more graphs than the learner keeps the state of
   for (int k = 0; k < 17; ++k) seventeen += " " + (t / "g.json");
-  auto too_many = sh(cli + " train --graph" + seventeen + " --cluster cpu:2 --real-episodes 2 -o " + (t / "k.pt"));
-  CHECK(too_many.code == 2);
-  CHECK(too_many.out.find("at most 16 graphs") != std::string::npos);
+  check_refused(cli + " train --graph" + seventeen + " --cluster cpu:2 --real-episodes 2 -o " + (t / "k.pt"), "at most 16 graphs");
 }
 
 TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths are refused before any work") {
@@ -205,9 +194,7 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
   {
     std::ofstream(t / "c.json") << R"({"format": "doppler-curriculum/1", "policy": {"hidden": 1000000}})";
   }
-  auto big = sh(base + "--config " + (t / "c.json") + ok);
-  CHECK(big.code == 2);
-  CHECK(big.out.find("policy.hidden") != std::string::npos);
+  check_refused(base + "--config " + (t / "c.json") + ok, "policy.hidden");
   // place-learned checks its output path before loading anything.
   auto pl = sh(cli + " place-learned --graph " + (t / "g.json") + " --cluster cpu:2 --policy " +
                (t / "none.pt") + " -o " + (t / "missing/x.json"));
@@ -264,12 +251,8 @@ TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint k
   CAPTURE(tuned.out);
   CHECK(tuned.code == 0);
   CHECK(tuned.out.find("hint metis (simulated 56.6958 s)") != std::string::npos);
-  auto other = sh(base + "--init " + (t / "m.pt") + " --hint search --rl-episodes 2 -o " + (t / "n.pt"));
-  CHECK(other.code == 2);
-  CHECK(other.out.find("--hint") != std::string::npos);
-  auto budget = sh(base + "--init " + (t / "m.pt") + " --hint-budget 5 --rl-episodes 2 -o " + (t / "n.pt"));
-  CHECK(budget.code == 2);
-  CHECK(budget.out.find("--hint-budget") != std::string::npos);
+  check_refused(base + "--init " + (t / "m.pt") + " --hint search --rl-episodes 2 -o " + (t / "n.pt"), "--hint");
+  check_refused(base + "--init " + (t / "m.pt") + " --hint-budget 5 --rl-episodes 2 -o " + (t / "n.pt"), "--hint-budget");
   CHECK(sh(base + "--hint-budget 0 -o " + (t / "x.pt")).code == 2);
   // Phase III through the learner actor with a hinted policy (the actor computes the hint itself).
   REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);
