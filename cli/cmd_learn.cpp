@@ -101,6 +101,7 @@ void add_train(CLI::App& app) {
     std::string model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
         ablation = "none", transfers = "direct";
     int real_repeat = 1;
+    int real_check = 5;
     std::vector<std::string> real_stragglers;
     std::string teacher = "auto", phases = "il,sim";
     int teacher_budget = 2000, episodes = 0;
@@ -149,6 +150,11 @@ void add_train(CLI::App& app) {
                   "Phase III episodes: makespans measured on the actor runtime (CPU backend); with several --graph "
                   "files a total, batches taking turns, each graph run on its own cluster")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--real-repeat", o->real_repeat, "Phase III: runs averaged per measured episode")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--real-check", o->real_check,
+                  "Phase III's report: after writing the parameters, measure phase II's greedy placement and "
+                  "theirs this many more times each, interleaved, and report the means ± standard errors")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   cmd->add_option("--real-batch", o->t.real_batch,
                   "Phase III: measured episodes per REINFORCE step (advantages normalised over the batch, as phase "
                   "II; 1: a step per episode)")->check(CLI::Range(1, 1000000))->capture_default_str();
@@ -438,6 +444,7 @@ void add_train(CLI::App& app) {
       real_phase_options ro;
       ro.episodes = real;
       ro.repeat = o->real_repeat;
+      ro.check = o->real_check;
       ro.stragglers = std::move(slow);
       real_res = run_real_phase(std::move(pol), graphs, cluster_of, clusters.size(), cm, o->t, ro, o->out, r.curve);
       r.real_initial_greedy = real_res.graphs[0].initial_greedy;
@@ -470,9 +477,14 @@ void add_train(CLI::App& app) {
                                      : std::string()),
         o->out);
     if (real > 0)
-      std::cout << fmt::format("phase III (learner actor): {}measured greedy makespan {:.6g} s -> {:.6g} s (after a warm-up run; "
-                               "one measurement each: compare placements with `doppler run`; {} episodes, {}{}, {:.1f} s)\n",
-                               n_graphs > 1 ? "graph 0's " : "", r.real_initial_greedy, r.real_final_greedy, real, real_summary,
+      std::cout << fmt::format("phase III (learner actor): {}measured greedy makespan {:.6g} ± {:.2g} s -> {:.6g} ± {:.2g} s "
+                               "({}; {} episodes, {}{}, {:.1f} s)\n",
+                               n_graphs > 1 ? "graph 0's " : "", r.real_initial_greedy, real_res.graphs[0].initial_se,
+                               r.real_final_greedy, real_res.graphs[0].final_se,
+                               fmt::format("phase II's and the written greedy placement, {} fresh measurements of {} run{} "
+                                           "each, interleaved, mean ± standard error",
+                                           real_res.check, o->real_repeat, o->real_repeat == 1 ? "" : "s"),
+                               real, real_summary,
                                o->t.real_eval_every > 0 ? (real_res.kept_initial ? "; wrote phase II's parameters (none measured faster)"
                                                                     : "; wrote later parameters that measured faster")
                                          : "",

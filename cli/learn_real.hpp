@@ -20,6 +20,7 @@ namespace doppler::cli {
 struct real_phase_options {
   int episodes = 0;   ///< measured exploring episodes, over all graphs
   int repeat = 1;     ///< runs averaged per measurement
+  int check = 5;      ///< final check: measurements of phase II's and the written greedy placement (>= 1)
   /// Per cluster (index as in run_real_phase's clusters): devices the real runtime slows (--real-straggler).
   std::vector<std::vector<std::pair<device_index, double>>> stragglers;
 };
@@ -27,13 +28,16 @@ struct real_phase_options {
 /// What phase III did, per graph and in all.
 struct real_phase_result {
   struct per_graph {
-    double initial_greedy = 0;  ///< measured makespan of the greedy placement phase II left ...
-    double final_greedy = 0;    ///< ... and of the selected parameters' greedy placement
+    /// The final check (real_phase_options::check fresh measurements of each, interleaved): mean
+    /// measured makespan of the greedy placement phase II left and its standard error ...
+    double initial_greedy = 0, initial_se = 0;
+    double final_greedy = 0, final_se = 0;  ///< ... and of the written parameters' greedy placement
     double cp = 0;              ///< several graphs: the cp placement measured (the curve's unit)
     placement greedy;           ///< the selected parameters' greedy placement
   };
   std::vector<per_graph> graphs;
   int updates = 0, evaluations = 0, confirmed = 0;
+  int check = 0;                ///< final-check measurements of each placement
   bool kept_initial = false;    ///< the parameters written are phase II's (none measured faster)
   double seconds = 0;
 };
@@ -44,7 +48,8 @@ struct real_phase_result {
 /// of one graph (batches take turns over the graphs); after every `t.real_eval_every` steps the
 /// greedy placement of every graph is measured (an evaluation of the parameters, model selection);
 /// before choosing, the initial and the two best evaluations are re-measured `t.real_confirm` times.
-/// The selected parameters are written to `out`. Rows go to `curve` (and `t.on_episode`) numbered
+/// The selected parameters are written to `out`; then phase II's greedy placement and theirs are
+/// measured `o.check` times each, interleaved (per_graph's means and standard errors). Rows go to `curve` (and `t.on_episode`) numbered
 /// after its last row: `real` episodes and `real-greedy` evaluations, in seconds with one graph,
 /// with several divided by that graph's measured cp makespan (`problem` = the graph's index).
 real_phase_result run_real_phase(learner::policy pol, const std::vector<graph>& graphs,

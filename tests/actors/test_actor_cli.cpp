@@ -201,11 +201,14 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   // a REINFORCE step per 2 (their loss in the CSV), the greedy placement measured before phase III
   // and after each step (real-greedy rows), the last parameters measured once more (5 = 2 + 2 + 1).
   auto p3 = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --il-episodes 4 --rl-episodes 4 " +
-               "--real-episodes 5 --real-batch 2 --hidden 16 --steps 2 -o " + (t / "p3.pt") + " --csv " + (t / "p3.csv") +
-               " --svg " + (t / "p3.svg"));
+               "--real-episodes 5 --real-batch 2 --real-check 3 --hidden 16 --steps 2 -o " + (t / "p3.pt") + " --csv " +
+               (t / "p3.csv") + " --svg " + (t / "p3.svg"));
   CAPTURE(p3.out);
   REQUIRE(p3.code == 0);
   CHECK(p3.out.find("phase III (learner actor)") != std::string::npos);
+  // The report compares fresh measurements (--real-check of each placement), not the ones that chose.
+  CHECK(p3.out.find("3 fresh measurements of 1 run each, interleaved, mean ± standard error") != std::string::npos);
+  CHECK(p3.out.find(" ± ") != std::string::npos);
   CHECK(p3.out.find("2 updates of 2 episodes, 3 greedy evaluations") != std::string::npos);
   std::ifstream csv(t / "p3.csv");
   int real_rows = 0, greedy_rows = 0, losses = 0;
@@ -228,6 +231,8 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   CHECK(svg_text.find("<circle") != std::string::npos);  // the greedy evaluations
   CHECK(sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --il-episodes 1 --rl-episodes 1 --real-episodes 2 "
            "--real-batch 0 -o " + (t / "s.pt")).out.find("--real-batch") != std::string::npos);
+  check_refused(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --real-episodes 2 --real-check 0 -o " +
+                    (t / "s.pt"), "--real-check");
   // --real-straggler slows phase III's runtime only: it needs phase III, and a device of the cluster.
   auto lone = sh(cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --il-episodes 1 --rl-episodes 1 "
                  "--real-straggler cpu0:2 -o " + (t / "s.pt"));
