@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -208,7 +209,21 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   CHECK(p3.out.find("phase III (learner actor)") != std::string::npos);
   // The report compares fresh measurements (--real-check of each placement), not the ones that chose.
   CHECK(p3.out.find("3 fresh measurements of 1 run each, interleaved, mean ± standard error") != std::string::npos);
-  CHECK(p3.out.find(" ± ") != std::string::npos);
+  {  // "makespan A ± a s -> B ± b s": both positive; the same numbers when phase II's parameters were kept
+    const auto at = p3.out.find("measured greedy makespan ");
+    REQUIRE(at != std::string::npos);
+    std::istringstream line(p3.out.substr(at + 25));
+    double a = 0, se_a = -1, b = 0, se_b = -1;
+    std::string pm1, s1, arrow, pm2;
+    line >> a >> pm1 >> se_a >> s1 >> arrow >> b >> pm2 >> se_b;
+    CHECK(pm1 == "±");
+    CHECK(arrow == "->");
+    CHECK(a > 0);
+    CHECK(b > 0);
+    CHECK(se_a >= 0);
+    CHECK(se_b >= 0);
+    if (p3.out.find("wrote phase II's parameters") != std::string::npos) CHECK(a == b);
+  }
   CHECK(p3.out.find("2 updates of 2 episodes, 3 greedy evaluations") != std::string::npos);
   std::ifstream csv(t / "p3.csv");
   int real_rows = 0, greedy_rows = 0, losses = 0;
