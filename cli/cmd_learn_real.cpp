@@ -13,9 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <tuple>
 #include <limits>
 #include <memory>
+#include <tuple>
 
 namespace doppler::cli {
 

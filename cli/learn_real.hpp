@@ -49,9 +49,10 @@ struct real_phase_result {
 /// greedy placement of every graph is measured (an evaluation of the parameters, model selection);
 /// before choosing, the initial and the two best evaluations are re-measured `t.real_confirm` times.
 /// The selected parameters are written to `out`; then phase II's greedy placement and theirs are
-/// measured `o.check` times each, interleaved (per_graph's means and standard errors). Rows go to `curve` (and `t.on_episode`) numbered
-/// after its last row: `real` episodes and `real-greedy` evaluations, in seconds with one graph,
-/// with several divided by that graph's measured cp makespan (`problem` = the graph's index).
+/// measured `o.check` times each, interleaved (per_graph's means and standard errors). Rows go to
+/// `curve` (and `t.on_episode`) numbered after its last row: `real` episodes and `real-greedy`
+/// evaluations, in seconds with one graph, with several divided by that graph's measured cp
+/// makespan (`problem` = the graph's index).
 real_phase_result run_real_phase(learner::policy pol, const std::vector<graph>& graphs,
                                  const std::function<const cluster&(std::size_t)>& cluster_of, std::size_t n_clusters,
                                  const cost_model& cm, const learner::train_options& t, const real_phase_options& o,
