@@ -2,6 +2,7 @@
 // only with the actor layer (DOPPLER_HAVE_ACTORS); cmd_learn.cpp refuses phase III without it.
 
 #include "learn_real.hpp"
+#include "summary.hpp"
 
 #ifdef DOPPLER_HAVE_ACTORS
 
@@ -12,10 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <limits>
 #include <memory>
-#include <tuple>
 
 namespace doppler::cli {
 
@@ -37,16 +36,6 @@ struct evaluated {
     return r / static_cast<double>(p.size());
   }
 };
-
-/// Mean and standard error of the mean (0 for fewer than two values).
-std::pair<double, double> mean_and_se(const std::vector<double>& x) {
-  const double n = static_cast<double>(x.size());
-  double sum = 0, sq = 0;
-  for (double v : x) sum += v;
-  const double mean = sum / n;
-  for (double v : x) sq += (v - mean) * (v - mean);
-  return {mean, x.size() > 1 ? std::sqrt(sq / (n - 1) / n) : 0.0};
-}
 
 }  // namespace
 
@@ -187,8 +176,9 @@ real_phase_result run_real_phase(learner::policy pol, const std::vector<graph>& 
       a.push_back(run(k, before));
       b.push_back(same ? a.back() : run(k, r.greedy));
     }
-    std::tie(r.initial_greedy, r.initial_se) = mean_and_se(a);
-    std::tie(r.final_greedy, r.final_se) = mean_and_se(b);
+    const auto sa = summarize(a), sb = summarize(b);
+    r.initial_greedy = sa.mean, r.initial_se = sa.se();
+    r.final_greedy = sb.mean, r.final_se = sb.se();
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

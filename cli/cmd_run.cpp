@@ -3,6 +3,7 @@
 // actors to a `doppler run --workers` in another process.
 
 #include "commands.hpp"
+#include "summary.hpp"
 
 #include <doppler/actors/engine.hpp>
 #include <doppler/actors/online.hpp>
@@ -108,15 +109,6 @@ std::string token_or_env(const std::string& flag_value) {
   return env ? env : "";
 }
 
-double mean(const std::vector<double>& xs) {
-  return std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(xs.size());
-}
-double stddev(const std::vector<double>& xs) {
-  if (xs.size() < 2) return 0;
-  double m = mean(xs), ss = 0;
-  for (double x : xs) ss += (x - m) * (x - m);
-  return std::sqrt(ss / static_cast<double>(xs.size() - 1));
-}
 
 /// `--online`: every measured run asks the learner actor for a placement (greedy, or exploring within
 /// the --explore budget), runs it, and reports the measured makespan for the learner to update.
@@ -272,7 +264,8 @@ void run_command(const run_flags& f) {
       [&] { return e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty())); });
 
   auto ms = r.makespans();
-  double m = mean(ms), sd = stddev(ms);
+  const auto st = summarize(ms);
+  const double m = st.mean, sd = st.std;
   const sim_result& last = r.runs.back();
   if (!f.trace_file.empty()) write_file_atomic(f.trace_file, chrome_trace(*g, c, last, "cpu"));
   if (lc_actor && !f.save_policy.empty()) lc_actor->save(f.save_policy);

@@ -1,6 +1,7 @@
 // Placement and simulation subcommands: place, simulate, compare.
 
 #include "commands.hpp"
+#include "summary.hpp"
 
 #include <doppler/comm/multicast.hpp>
 #include <doppler/runtime/cluster.hpp>
@@ -122,18 +123,6 @@ double percentile(std::vector<double> xs, double q) {  // nearest rank
   return xs[std::clamp<std::size_t>(k, 1, xs.size()) - 1];
 }
 
-struct stats {
-  double mean = 0, std = 0, min = 0;
-};
-stats summarize(const std::vector<double>& xs) {
-  stats s;
-  s.mean = std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(xs.size());
-  double ss = 0;
-  for (double x : xs) ss += (x - s.mean) * (x - s.mean);
-  s.std = xs.size() > 1 ? std::sqrt(ss / static_cast<double>(xs.size() - 1)) : 0.0;
-  s.min = *std::min_element(xs.begin(), xs.end());
-  return s;
-}
 
 
 void write_svg(const std::string& path, const std::string& title, const nlohmann::json& rows, double lower_bound) {
