@@ -21,9 +21,12 @@
 #include <doppler/runtime/sim.hpp>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -76,9 +79,9 @@ sim_model parse_model(const std::string& m) {
 std::function<void(const learner::train_row&)> progress(int total, double cp) {
   const bool tty = isatty(2);
   auto t0 = std::chrono::steady_clock::now();
-  auto avg = std::make_shared<double>(0);
+  auto avg = std::make_shared<double>(-1);  // the moving average; -1 until the first row (which is not 1 on --resume)
   return [=](const learner::train_row& r) {
-    *avg = r.episode == 1 ? r.makespan : 0.95 * *avg + 0.05 * r.makespan;
+    *avg = *avg < 0 ? r.makespan : 0.95 * *avg + 0.05 * r.makespan;
     const bool tick = r.episode == total || (total >= 10 && r.episode % (total / 10) == 0);
     if (!tty && !tick) return;
     double f = total ? static_cast<double>(r.episode) / total : 1.0;
@@ -93,6 +96,52 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
   };
 }
 
+/// Set by SIGINT / SIGTERM while train() runs phases I and II (stop_on_signals).
+std::atomic<bool> stop_requested{false};
+
+extern "C" void on_stop_signal(int) {
+  stop_requested.store(true);
+  static const char msg[] = "\ntrain: stopping after this batch and saving its state (again: quit at once)\n";
+  [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
+}
+
+/// While alive, the first SIGINT or SIGTERM asks train() to stop after its batch (a second one
+/// gets the default action: SA_RESETHAND); the previous handlers come back when it goes.
+class stop_on_signals {
+ public:
+  stop_on_signals() {
+    stop_requested.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~stop_on_signals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  stop_on_signals(const stop_on_signals&) = delete;
+  stop_on_signals& operator=(const stop_on_signals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+/// The first setting in which `now` differs from `then` (the run a training state was saved by),
+/// as an error naming it; --resume must repeat the interrupted command.
+void check_resume_settings(const std::string& file, const nlohmann::json& then, const nlohmann::json& now) {
+  for (const auto& [key, value] : now.items()) {
+    const auto it = then.find(key);
+    if (it == then.end() || *it != value)
+      throw error(errc::bad_argument, file, "--resume",
+                  fmt::format("the interrupted training ran with {} {}, this command has {}: --resume continues the "
+                              "same command (or remove the file to start over)",
+                              key, it == then.end() ? "(not recorded)" : it->dump(), value.dump()));
+  }
+}
+
 void add_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a DOPPLER policy on one or more graphs: imitation of a teacher, RL in the simulator, RL on measurements");
   struct opts {
@@ -102,6 +151,8 @@ void add_train(CLI::App& app) {
         ablation = "none", transfers = "direct";
     int real_repeat = 1;
     int real_check = 5;
+    int checkpoint_every = 500;
+    bool resume = false;
     std::vector<std::string> real_stragglers;
     std::string teacher = "auto", phases = "il,sim";
     int teacher_budget = 2000, episodes = 0;
@@ -228,7 +279,17 @@ void add_train(CLI::App& app) {
                   "this graph; saved in the checkpoint, used only when placing this graph again (0: off, the paper's "
                   "policy; 0.05 with --self-imitation 2 --temperature 1.5 in docs/learner.md)")
       ->check(finite_in(0, learner::policy_options::max_active_search))->capture_default_str();
-  cmd->add_option("--init", o->init, "Start from this checkpoint (resume or fine-tune) instead of new weights");
+  cmd->add_option("--init", o->init, "Start from this checkpoint (fine-tune, or go on training) instead of new weights");
+  cmd->add_option("--checkpoint-every", o->checkpoint_every,
+                  "Write OUTPUT.resume, the state an interrupted training continues from, after every this many "
+                  "episodes of phases I and II (0: only when stopped by Ctrl-C or SIGTERM, and after phase II); "
+                  "removed when the training ends")
+      ->check(CLI::Range(0, 1000000000))
+      ->capture_default_str();
+  cmd->add_flag("--resume", o->resume,
+                "Continue the training OUTPUT.resume was saved from (the same command, plus --resume): phases I "
+                "and II go on where they stopped with the same episodes, updates and result as an uninterrupted "
+                "run; an interrupted phase III starts over");
   cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();
   cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement; and graph, with several --graph)");
   cmd->add_option("--svg", o->svg, "Training curve plot");
@@ -325,9 +386,26 @@ void add_train(CLI::App& app) {
     if (o->p.active_search > 0 && o->p.kind != learner::policy_kind::dual)
       throw error(errc::bad_argument, "", "--active-search",
                   "offsets SEL's and PLC's logits; policy kind " + o->kind + " has no such heads (dual only)");
-    learner::policy pol = o->init.empty() ? learner::policy(o->p) : learner::policy::load(o->init);
+    // --resume: the state the interrupted run saved beside its output, and its policy.
+    const std::string resume_path = o->out + ".resume";
+    learner::train_state resume_state;
+    nlohmann::json resume_settings;
+    if (o->resume) {
+      if (!std::filesystem::exists(resume_path))
+        throw error(errc::bad_argument, resume_path, "--resume",
+                    "no training state to continue (train writes it beside --output while it runs and removes it when it ends)");
+      std::string text;
+      resume_state = learner::load_train_state(resume_path, text);
+      resume_settings = nlohmann::json::parse(text);
+    }
+    if (!o->resume && std::filesystem::exists(resume_path))
+      std::cerr << "train: " << resume_path << " holds an interrupted training's state; this run replaces it "
+                << "(the interrupted command with --resume would have continued it)\n";
+    learner::policy pol = o->resume          ? learner::policy::deserialize(resume_state.policy, resume_path)
+                          : o->init.empty() ? learner::policy(o->p)
+                                            : learner::policy::load(o->init);
     // --init: the checkpoint's rate unless the flag (or the curriculum) sets one.
-    if (!o->init.empty() && (cmd->count("--active-search") > 0 || o->p.active_search > 0)) {
+    if (!o->resume && !o->init.empty() && (cmd->count("--active-search") > 0 || o->p.active_search > 0)) {
       try {
         pol.set_active_search(o->p.active_search);
       } catch (const error& e) {
@@ -388,6 +466,27 @@ void add_train(CLI::App& app) {
     learner::problem& pb = problems.front();
     std::vector<const learner::problem*> pbs;
     for (const auto& q : problems) pbs.push_back(&q);
+    // What a training state records of this run, and --resume compares: every setting that changes
+    // phases I and II, flags by name; the graphs, clusters and costs by what the policy sees of them.
+    nlohmann::json settings;
+    {
+      const auto& t = o->t;
+      std::vector<std::string> fps;
+      for (const auto& q : problems) fps.push_back(fmt::format("{:016x}", q.fingerprint()));
+      settings = {{"--graph/--cluster/--costs (fingerprints)", fps}, {"--model", o->model},
+                  {"--transfers", o->transfers}, {"--teacher", o->teacher}, {"--teacher-budget", o->teacher_budget},
+                  {"--il-episodes", t.il_episodes}, {"--rl-episodes", t.rl_episodes}, {"--batch", t.batch},
+                  {"--il-lr", t.il_lr}, {"--rl-lr", t.rl_lr}, {"lr_final", t.lr_final},
+                  {"il_epsilon", {t.il_epsilon, t.il_epsilon_final}}, {"rl_epsilon", t.rl_epsilon},
+                  {"--entropy", {t.entropy, t.entropy_final}}, {"gamma", t.gamma}, {"--temperature", t.temperature},
+                  {"--normalize-advantages", t.normalize_advantages}, {"--advantage-floor", t.advantage_floor},
+                  {"--baseline-decay", t.baseline_decay}, {"--baseline", o->baseline}, {"--algorithm", o->algorithm},
+                  {"--ppo-clip", t.ppo_clip}, {"--ppo-epochs", t.ppo_epochs}, {"--ppo-target-kl", t.ppo_target_kl},
+                  {"--self-imitation", t.self_imitation}, {"--self-imitation-gate", t.self_imitation_gate},
+                  {"eval_every", t.eval_every}, {"--seed", t.seed}, {"--policy-kind", o->kind}, {"--ablation", o->ablation},
+                  {"--hint", pol.options().hint}, {"--active-search", pol.options().active_search}};
+    }
+    if (o->resume) check_resume_settings(resume_path, resume_settings, settings);
     const auto& po = pol.options();
     std::cerr << fmt::format(
         "train: graph {} ({} ops, {} edges){}, cluster {} ({} devices), model {}\n"
@@ -435,8 +534,26 @@ void add_train(CLI::App& app) {
     if (!(o->t.real_select_margin >= 0))
       throw error(errc::bad_argument, "", "--real-select-margin", "must be >= 0");
     std::string real_summary;
-    o->t.on_episode = progress(o->t.il_episodes + o->t.rl_episodes + real, n_graphs > 1 ? 1.0 : cp);
-    auto r = learner::train(pol, pbs, o->t);
+    const int total = o->t.il_episodes + o->t.rl_episodes + real;
+    o->t.on_episode = progress(total, n_graphs > 1 ? 1.0 : cp);
+    o->t.checkpoint_every = o->checkpoint_every;
+    o->t.on_checkpoint = [&](const learner::train_state& s) { learner::save_train_state(resume_path, s, settings.dump()); };
+    o->t.stop = [] { return stop_requested.load(); };
+    if (o->resume) {
+      o->t.resume = &resume_state;
+      const char* where[] = {"", "phase I", "phase II", "phase III"};
+      std::cerr << fmt::format("  resuming from {}: {} after {} episodes ({} in all)\n", resume_path, where[resume_state.phase],
+                               resume_state.done, resume_state.curve.size());
+    }
+    learner::train_result r;
+    {
+      stop_on_signals guard;  // phase III (below) is not checkpointed: Ctrl-C there quits as usual
+      r = learner::train(pol, pbs, o->t);
+    }
+    if (r.stopped)
+      throw interrupted(fmt::format("train: stopped after episode {} of {}; its state is in {} (the same command "
+                                    "with --resume continues it)",
+                                    r.curve.size(), total, resume_path));
     if (real == 0) pol.save(o->out);
     real_phase_result real_res;
 #ifdef DOPPLER_HAVE_ACTORS
@@ -510,6 +627,8 @@ void add_train(CLI::App& app) {
       learner::write_text_file(o->svg, svg);
     }
     if (!o->best.empty()) save_placement(r.best, g, c, o->best);
+    std::error_code gone;  // finished: nothing to resume
+    std::filesystem::remove(resume_path, gone);
   });
 }
 

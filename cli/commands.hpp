@@ -6,11 +6,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace doppler::cli {
+
+/// A command stopped early on SIGINT or SIGTERM after saving what it needs to continue (train's
+/// OUTPUT.resume); main() prints the message and exits with 130, the shell's code for Ctrl-C.
+struct interrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// workload, validate, info, convert
 void add_graph_commands(CLI::App& app);

@@ -1,6 +1,6 @@
 // doppler — place, simulate, run and learn ML dataflow graphs on several devices.
 // Exit codes: 0 success, 2 bad input (the message names the file, the JSON path and the reason),
-// 1 any other failure.
+// 130 stopped by Ctrl-C or SIGTERM with its state saved (train), 1 any other failure.
 
 #include "commands.hpp"
 
@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  } catch (const doppler::cli::interrupted& e) {
+    std::cerr << "doppler: " << e.what() << "\n";
+    return 130;
   } catch (const doppler::error& e) {
     std::cerr << "doppler: " << e.what() << "\n";
     return doppler::is_bad_input(e.code()) ? 2 : 1;

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -258,6 +260,18 @@ void policy::restore(const std::string& blob) {
 void policy::save(const std::string& path) const {
   // write_file_atomic takes "-" for stdout; a binary checkpoint there would mix with progress lines.
   if (path == "-") throw error(errc::bad_argument, path, "", "a checkpoint is written to a file, not to stdout");
+  std::string blob;
+  try {
+    blob = serialize();
+  } catch (const error& e) {
+    throw error(errc::io, path, "", e.reason());
+  }
+  // The project's one atomic writer: a temporary file beside the target, then rename; symlinks
+  // followed, FIFOs and devices written directly.
+  write_file_atomic(path, blob);
+}
+
+std::string policy::serialize() const {
   std::ostringstream blob;
   try {
     torch::serialize::OutputArchive ar, net_ar, adam_ar;
@@ -296,18 +310,24 @@ void policy::save(const std::string& path) const {
     }
     ar.save_to(blob);
   } catch (const std::exception& ex) {
-    throw error(errc::io, path, "", "cannot write checkpoint: " + torch_reason(ex));
+    throw error(errc::io, "cannot write checkpoint: " + torch_reason(ex));
   }
-  // The project's one atomic writer: a temporary file beside the target, then rename; symlinks
-  // followed, FIFOs and devices written directly.
-  write_file_atomic(path, blob.str());
+  return blob.str();
 }
 
 policy policy::load(const std::string& path) {
   if (!std::filesystem::exists(path)) throw error(errc::io, path, "", "no such checkpoint file");
+  std::ifstream in(path, std::ios::binary);
+  std::string blob((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw error(errc::io, path, "", "cannot read the checkpoint file");
+  return deserialize(blob, path);
+}
+
+policy policy::deserialize(const std::string& blob, const std::string& path) {
   try {
     torch::serialize::InputArchive ar, net_ar, adam_ar;
-    ar.load_from(path);
+    std::istringstream in(blob);
+    ar.load_from(in);
     torch::Tensor fmt, opts;
     if (!ar.try_read("doppler_format", fmt) || fmt.item<std::int64_t>() != 1 || !ar.try_read("options", opts) ||
         opts.numel() < 4)

@@ -146,45 +146,99 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   const std::size_t n_pb = pbs.size();
   const problem& pb = *pbs[0];
   if (opt.real_episodes > 0 && !opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");
+  if (opt.checkpoint_every < 0) throw error(errc::bad_argument, "learner: checkpoint_every must be >= 0");
+  // The state that persists across batches (train_state): fresh, or the one to resume from.
+  train_state st;
+  const bool resuming = opt.resume != nullptr;
+  if (resuming) {
+    st = *opt.resume;
+    st.policy.clear();  // the caller's policy is the state's; the copy is not needed
+    const int in_phase = st.phase == 1 ? opt.il_episodes : st.phase == 2 ? opt.rl_episodes : 0;
+    if (st.initial_greedy.size() != n_pb || st.done > in_phase ||
+        (st.phase >= 2 && (st.cost_sum.size() != n_pb || st.cost_n.size() != n_pb || st.ema.size() != n_pb ||
+                           st.self_best.size() != n_pb || st.self_episode.size() != n_pb)))
+      throw error(errc::bad_argument, "learner: the state to resume from was written for other problems or episode counts (" +
+                                          std::to_string(st.initial_greedy.size()) + " problems, phase " +
+                                          std::to_string(st.phase) + " at episode " + std::to_string(st.done) + ")");
+  }
   train_result res;
   res.per_problem.resize(n_pb);
   std::vector<placement> cp_of(n_pb);  // the cp teacher (seed 0) per problem: the curve's unit
   for (std::size_t k = 0; k < n_pb; ++k) {
     const problem& q = *pbs[k];
-    placement initial = pol.place(q);
     cp_of[k] = cp_place(q.g(), q.c(), q.cm(), 0, nullptr, q.respect_memory());
     res.per_problem[k].cp_makespan = score(q, cp_of[k], opt.sim);
+    if (resuming) {
+      res.per_problem[k].initial_greedy_makespan = st.initial_greedy[k];
+      continue;
+    }
+    placement initial = pol.place(q);
     res.per_problem[k].initial_greedy_makespan = score(q, initial, opt.sim);
-    if (k == 0) res.best = std::move(initial);
+    st.initial_greedy.push_back(res.per_problem[k].initial_greedy_makespan);
+    if (k == 0) st.best = std::move(initial);
   }
   res.cp_makespan = res.per_problem[0].cp_makespan;
   res.lower_bound = makespan_lower_bound(pb.g(), pb.c(), pb.cm(), opt.sim);
-  res.best_makespan = res.initial_greedy_makespan = res.per_problem[0].initial_greedy_makespan;
+  res.initial_greedy_makespan = res.per_problem[0].initial_greedy_makespan;
   // With several problems the curve is in units of each problem's cp makespan (comparable rows).
   auto unit = [&](std::size_t k) { return n_pb > 1 ? res.per_problem[k].cp_makespan : 1.0; };
   // ... and phase III's in units of each problem's measured cp makespan.
   auto real_unit = [&](std::size_t k) { return n_pb > 1 ? res.per_problem[k].real_cp : 1.0; };
-  double curve_best = std::numeric_limits<double>::infinity();  // the initial greedy placements count
-  for (std::size_t k = 0; k < n_pb; ++k) curve_best = std::min(curve_best, res.per_problem[k].initial_greedy_makespan / unit(k));
-
-  int episode_no = 0;
+  if (!resuming) {
+    st.best_makespan = res.initial_greedy_makespan;
+    st.curve_best = std::numeric_limits<double>::infinity();  // the initial greedy placements count
+    for (std::size_t k = 0; k < n_pb; ++k) st.curve_best = std::min(st.curve_best, res.per_problem[k].initial_greedy_makespan / unit(k));
+    st.cost_sum.assign(n_pb, 0.0);
+    st.ema.assign(n_pb, 0.0);
+    st.self_best.assign(n_pb, std::numeric_limits<double>::infinity());
+    st.cost_n.assign(n_pb, 0);
+    st.self_episode.assign(n_pb, {});
+    st.best_greedy = std::numeric_limits<double>::infinity();
+  }
+  res.curve = std::move(st.curve);  // the live curve; st.curve is refilled for every checkpoint
   auto record = [&](const episode& ep, std::size_t k, const char* phase, double loss, double agreement, double ms) {
-    if (k == 0 && ms < res.best_makespan) {
-      res.best_makespan = ms;
-      res.best = ep.result;
+    if (k == 0 && ms < st.best_makespan) {
+      st.best_makespan = ms;
+      st.best = ep.result;
     }
-    curve_best = std::min(curve_best, ms / unit(k));
-    train_row row{++episode_no, phase, ms / unit(k), curve_best, loss, agreement, static_cast<int>(k)};
+    st.curve_best = std::min(st.curve_best, ms / unit(k));
+    train_row row{static_cast<int>(res.curve.size()) + 1, phase, ms / unit(k), st.curve_best, loss, agreement, static_cast<int>(k)};
     res.curve.push_back(row);
     if (opt.on_episode) opt.on_episode(row);
+  };
+  // Hands the state to on_checkpoint: after a batch once every checkpoint_every episodes, when
+  // stopping (force), and after phase II. The elapsed time of the running phase is added.
+  std::size_t last_checkpoint = res.curve.size();
+  auto t0 = std::chrono::steady_clock::now();
+  auto checkpoint = [&](int phase, int done, int batches, bool force) {
+    if (!opt.on_checkpoint) return;
+    const bool due = opt.checkpoint_every > 0 &&
+                     res.curve.size() >= last_checkpoint + static_cast<std::size_t>(opt.checkpoint_every);
+    if (!force && !due) return;
+    last_checkpoint = res.curve.size();
+    train_state out = st;
+    out.phase = phase, out.done = done, out.batches = batches;
+    out.curve = res.curve;
+    if (phase == 1) out.il_seconds += seconds_since(t0);
+    if (phase == 2) out.rl_seconds += seconds_since(t0);
+    out.policy = pol.serialize();
+    opt.on_checkpoint(out);
+  };
+  auto stop_now = [&] { return opt.stop && opt.stop(); };
+  auto finish_stopped = [&] {
+    res.stopped = true;
+    res.best = st.best;
+    res.best_makespan = st.best_makespan;
+    return res;
   };
 
   // Phase I: the learner's ε-greedy rollouts, labelled with the teacher's tie sets at every visited
   // state; the update raises the log-probability of every tied teacher action. With several
   // problems the batches take turns.
-  auto t0 = std::chrono::steady_clock::now();
   std::vector<episode> batch;
-  for (int done = 0, batch_no = 0; done < opt.il_episodes; ++batch_no) {
+  const bool in_il = !resuming || st.phase == 1;
+  for (int done = in_il && resuming ? st.done : 0, batch_no = in_il && resuming ? st.batches : 0; in_il && done < opt.il_episodes;
+       ++batch_no) {
     const std::size_t k = static_cast<std::size_t>(batch_no) % n_pb;
     const double x = opt.il_episodes > 1 ? static_cast<double>(done) / (opt.il_episodes - 1) : 1.0;
     pol.set_learning_rate(opt.il_lr * lerp(1.0, opt.lr_final, x));
@@ -203,30 +257,39 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       record(ep, k, "il", loss, ep.steps() ? static_cast<double>(ep.both_agree) / ep.steps() : 1.0,
              score(*pbs[k], ep.result, opt.sim));
     done += b;
+    if (done < opt.il_episodes) {  // the last batch's state is phase II's start, checkpointed there
+      const bool stopping = stop_now();
+      checkpoint(1, done, batch_no + 1, stopping);
+      if (stopping) return finish_stopped();
+    }
   }
-  res.il_seconds = seconds_since(t0);
-  for (const problem* q : pbs) {  // the mean over problems
-    auto agree = teacher_agreement(pol, *q);
-    res.final_agreement += agree.both / static_cast<double>(n_pb);
-    res.final_sel_agreement += agree.sel / static_cast<double>(n_pb);
-    res.final_plc_agreement += agree.plc / static_cast<double>(n_pb);
+  if (in_il) {
+    st.il_seconds += seconds_since(t0);
+    for (const problem* q : pbs) {  // the mean over problems
+      auto agree = teacher_agreement(pol, *q);
+      st.agreement += agree.both / static_cast<double>(n_pb);
+      st.sel_agreement += agree.sel / static_cast<double>(n_pb);
+      st.plc_agreement += agree.plc / static_cast<double>(n_pb);
+    }
   }
+  res.il_seconds = st.il_seconds;
+  res.final_agreement = st.agreement;
+  res.final_sel_agreement = st.sel_agreement;
+  res.final_plc_agreement = st.plc_agreement;
 
   // Phases II and III: REINFORCE with the running mean of all costs so far (per problem) as the
   // baseline; the advantage is relative, (baseline − cost) / baseline, so the step size does not
-  // depend on the time unit. Phase II's costs come from the simulator, phase III's from opt.measure.
+  // depend on the time unit. Phase II's costs come from the simulator (its state is st's, so it can
+  // be checkpointed), phase III's from opt.measure (a fresh state `rs`).
   std::function<void(int)> on_update;
-  long ppo_steps = 0, ppo_updates = 0;  // phase II's PPO Adam steps and updates (ppo_epochs_mean)
-  int rl_updates = 0, sil_updates = 0;  // phase II's updates, and those followed by self-imitation
-  auto reinforce = [&](const char* phase, int episodes, int batch_size,
+  // Returns false when stopped (phase II only).
+  auto reinforce = [&](train_state& rs, const char* phase, int episodes, int batch_size,
                        const std::function<double(std::size_t, const placement&)>& cost, std::uint64_t stream) {
-    std::vector<double> cost_sum(n_pb, 0.0), ema(n_pb, 0.0), self_best(n_pb, std::numeric_limits<double>::infinity());
-    std::vector<std::size_t> cost_n(n_pb, 0);
-    std::vector<std::vector<episode>> self_ep(n_pb);  // the best episode so far, self-labelled (self_imitation)
     double phase_best = std::numeric_limits<double>::infinity();
     std::vector<double> costs, adv;
-    int updates = 0;
-    for (int done = 0; done < episodes;) {
+    int& done = rs.done;
+    int& updates = rs.batches;
+    while (done < episodes) {
       const std::size_t k = static_cast<std::size_t>(updates) % n_pb;
       const problem& q = *pbs[k];
       const double x = episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
@@ -245,50 +308,56 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       batch_mean /= static_cast<double>(costs.size());
       // The paper's running mean of every cost so far, or (baseline_decay > 0) an exponential one;
       // in phase II optionally the batch's mean or the greedy placement's cost (baseline_kind).
-      double baseline = cost_n[k] == 0 ? batch_mean
-                        : opt.baseline_decay > 0 ? ema[k]
-                                                 : cost_sum[k] / static_cast<double>(cost_n[k]);
+      double baseline = rs.cost_n[k] == 0 ? batch_mean
+                        : opt.baseline_decay > 0 ? rs.ema[k]
+                                                 : rs.cost_sum[k] / static_cast<double>(rs.cost_n[k]);
       if (stream == 0 && opt.baseline == baseline_kind::batch) baseline = batch_mean;
       if (stream == 0 && opt.baseline == baseline_kind::greedy) baseline = cost(k, pol.place(q));  // self-critical
-      ema[k] = cost_n[k] == 0 ? batch_mean : opt.baseline_decay * ema[k] + (1 - opt.baseline_decay) * batch_mean;
+      rs.ema[k] = rs.cost_n[k] == 0 ? batch_mean : opt.baseline_decay * rs.ema[k] + (1 - opt.baseline_decay) * batch_mean;
       adv = reinforce_advantages(costs, baseline, opt.normalize_advantages, opt.advantage_floor);
       const double beta = lerp(opt.entropy, opt.entropy_final, x);
       const bool ppo = opt.ppo && stream == 0;
       double loss = ppo ? pol.ppo_update(q, batch, adv, opt.gamma, beta, opt.ppo_clip, opt.ppo_epochs, opt.ppo_target_kl)
                         : pol.reinforce_update(q, batch, adv, opt.gamma, beta);
       if (ppo) {
-        ppo_steps += pol.last_ppo_epochs();
-        ++ppo_updates;
+        rs.ppo_steps += pol.last_ppo_epochs();
+        ++rs.ppo_updates;
       }
       for (std::size_t i = 0; i < batch.size(); ++i) {
-        cost_sum[k] += costs[i];
-        ++cost_n[k];
+        rs.cost_sum[k] += costs[i];
+        ++rs.cost_n[k];
         if (stream == 0) {
           record(batch[i], k, phase, loss, -1, costs[i]);
         } else {  // measured costs: their own best, not mixed with simulated ones
           const double ms = costs[i] / real_unit(k);
           phase_best = std::min(phase_best, ms);
-          train_row row{++episode_no, phase, ms, phase_best, loss, -1, static_cast<int>(k)};
+          train_row row{static_cast<int>(res.curve.size()) + 1, phase, ms, phase_best, loss, -1, static_cast<int>(k)};
           res.curve.push_back(row);
           if (opt.on_episode) opt.on_episode(row);
         }
       }
       if (opt.self_imitation > 0 && stream == 0) {
         for (std::size_t i = 0; i < batch.size(); ++i)
-          if (costs[i] < self_best[k]) {
-            self_best[k] = costs[i];
-            self_ep[k].assign(1, self_labelled(batch[i]));
+          if (costs[i] < rs.self_best[k]) {
+            rs.self_best[k] = costs[i];
+            rs.self_episode[k].assign(1, self_labelled(batch[i]));
           }
         // Gated: only while the best sample beats what the greedy policy places now.
-        const bool fire = !self_ep[k].empty() && (!opt.self_imitation_gate || self_best[k] < cost(k, pol.place(q)));
-        for (int j = 0; fire && j < opt.self_imitation; ++j) pol.imitation_update(q, self_ep[k]);
-        if (fire) ++sil_updates;
+        const bool fire = !rs.self_episode[k].empty() && (!opt.self_imitation_gate || rs.self_best[k] < cost(k, pol.place(q)));
+        for (int j = 0; fire && j < opt.self_imitation; ++j) pol.imitation_update(q, rs.self_episode[k]);
+        if (fire) ++rs.sil_updates;
       }
       done += b;
       ++updates;
-      if (stream == 0) ++rl_updates;
+      if (stream == 0) ++rs.rl_updates;
       if (on_update) on_update(updates);
+      if (stream == 0 && done < episodes) {  // the last batch's state is checkpointed after selection
+        const bool stopping = stop_now();
+        checkpoint(2, done, updates, stopping);
+        if (stopping) return false;
+      }
     }
+    return true;
   };
   t0 = std::chrono::steady_clock::now();
   // Model selection: the greedy placement of the parameters so far, every eval_every updates; with
@@ -298,33 +367,44 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     for (std::size_t k = 0; k < n_pb; ++k) sum += score(*pbs[k], pol.place(*pbs[k]), opt.sim) / unit(k);
     return sum / static_cast<double>(n_pb);
   };
-  std::string best_params;
-  double best_greedy = std::numeric_limits<double>::infinity();
   auto evaluate = [&] {
     double g = greedy_score();
-    if (g < best_greedy) {
-      best_greedy = g;
-      best_params = pol.snapshot();
+    if (g < st.best_greedy) {
+      st.best_greedy = g;
+      st.best_params = pol.snapshot();
     }
   };
-  if (opt.eval_every > 0 && opt.rl_episodes > 0) evaluate();
-  on_update = [&](int updates) {
-    if (opt.eval_every > 0 && updates % opt.eval_every == 0) evaluate();
-  };
-  reinforce("rl", opt.rl_episodes, opt.batch,
-            [&](std::size_t k, const placement& p) { return score(*pbs[k], p, opt.sim); }, 0);
-  on_update = nullptr;
-  bool selected = false;
-  if (!best_params.empty()) {
-    const double last = greedy_score();
-    res.last_greedy_makespan = n_pb == 1 ? last : score(pb, pol.place(pb), opt.sim);
-    if (last > best_greedy) pol.restore(best_params);
-    selected = true;
+  const bool in_rl = !resuming || st.phase <= 2;
+  if (in_rl) {
+    if (!resuming || st.phase == 1) {
+      st.done = st.batches = 0;  // phase II starts
+      if (opt.eval_every > 0 && opt.rl_episodes > 0) evaluate();
+    }
+    on_update = [&](int updates) {
+      if (opt.eval_every > 0 && updates % opt.eval_every == 0) evaluate();
+    };
+    const bool finished = reinforce(st, "rl", opt.rl_episodes, opt.batch,
+                                    [&](std::size_t k, const placement& p) { return score(*pbs[k], p, opt.sim); }, 0);
+    on_update = nullptr;
+    if (!finished) return finish_stopped();
+    st.selected = false;
+    if (!st.best_params.empty()) {
+      const double last = greedy_score();
+      st.last_greedy = n_pb == 1 ? last : score(pb, pol.place(pb), opt.sim);
+      if (last > st.best_greedy) pol.restore(st.best_params);
+      st.selected = true;
+    }
+    st.rl_seconds += seconds_since(t0);
+    checkpoint(3, 0, 0, true);
   }
-  res.rl_seconds = seconds_since(t0);
-  if (ppo_updates > 0) res.ppo_epochs_mean = static_cast<double>(ppo_steps) / static_cast<double>(ppo_updates);
-  res.rl_updates = rl_updates;
-  res.self_imitation_updates = sil_updates;
+  const bool selected = st.selected;
+  if (selected) res.last_greedy_makespan = st.last_greedy;
+  res.rl_seconds = st.rl_seconds;
+  if (st.ppo_updates > 0) res.ppo_epochs_mean = static_cast<double>(st.ppo_steps) / static_cast<double>(st.ppo_updates);
+  res.rl_updates = st.rl_updates;
+  res.self_imitation_updates = st.sil_updates;
+  res.best = st.best;
+  res.best_makespan = st.best_makespan;
   if (opt.real_episodes > 0) {
     t0 = std::chrono::steady_clock::now();
     auto measured = [&](std::size_t k, const placement& p) {
@@ -338,7 +418,13 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       if (n_pb > 1) res.per_problem[k].real_cp = measured(k, cp_of[k]);
       res.per_problem[k].real_initial_greedy = measured(k, pol.place(*pbs[k]));
     }
-    reinforce("real", opt.real_episodes, opt.real_batch, measured, 0x2545f4914f6cdd1dULL);
+    train_state rs;  // phase III's own baselines (not checkpointed)
+    rs.cost_sum.assign(n_pb, 0.0);
+    rs.ema.assign(n_pb, 0.0);
+    rs.self_best.assign(n_pb, std::numeric_limits<double>::infinity());
+    rs.cost_n.assign(n_pb, 0);
+    rs.self_episode.assign(n_pb, {});
+    reinforce(rs, "real", opt.real_episodes, opt.real_batch, measured, 0x2545f4914f6cdd1dULL);
     for (std::size_t k = 0; k < n_pb; ++k) res.per_problem[k].real_final_greedy = measured(k, pol.place(*pbs[k]));
     res.real_initial_greedy = res.per_problem[0].real_initial_greedy;
     res.real_final_greedy = res.per_problem[0].real_final_greedy;

@@ -5,8 +5,10 @@
 #include "shell.hpp"
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -222,6 +224,47 @@ TEST_CASE("doppler train --active-search: the checkpoint places its graph as tra
   CAPTURE(pl.out);
   REQUIRE(pl.code == 0);
   CHECK(pl.out.find("makespan     " + greedy + " s") != std::string::npos);
+}
+
+TEST_CASE("doppler train --resume: stopped by SIGTERM, resumed, the same training as one run straight through") {
+  if (!shell::have_learner()) return;
+  temp_dir t;
+  const std::string g = std::string(DOPPLER_PAPER_DIR) + "/chain_mm_112nodes.txt";
+  const std::string base = cli + " train --graph " + g + " --cluster doppler-paper:4 --model simple --hidden 16 --steps 2 "
+                           "--il-episodes 20 --rl-episodes 400 --batch 4 --self-imitation 1 --seed 3 ";
+  auto straight = sh(base + "-o " + (t / "s.pt") + " --csv " + (t / "s.csv"));
+  CAPTURE(straight.out);
+  REQUIRE(straight.code == 0);
+  CHECK_FALSE(fs::exists(t / "s.pt.resume"));  // removed when the training ends
+  // The same command in the background, stopped by SIGTERM once it has written a state.
+  const std::string run = base + "--checkpoint-every 4 -o " + (t / "r.pt") + " --csv " + (t / "r.csv");
+  auto stopped = sh("(" + run + " & pid=$!; i=0; while [ ! -e " + (t / "r.pt.resume") +
+                    " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; kill -TERM $pid; wait $pid; echo rc=$?)");
+  CAPTURE(stopped.out);
+  CHECK(stopped.out.find("rc=130") != std::string::npos);
+  CHECK(stopped.out.find("with --resume continues it") != std::string::npos);
+  CHECK_FALSE(fs::exists(t / "r.pt"));
+  REQUIRE(fs::exists(t / "r.pt.resume"));
+  // --resume must repeat the command: another seed is refused, naming it.
+  check_refused(base + "--seed 4 --resume -o " + (t / "r.pt"), "--seed");
+  check_refused(base + "--resume -o " + (t / "none.pt"), "no training state to continue");
+  auto resumed = sh(run + " --resume");
+  CAPTURE(resumed.out);
+  REQUIRE(resumed.code == 0);
+  CHECK(resumed.out.find("resuming from") != std::string::npos);
+  CHECK_FALSE(fs::exists(t / "r.pt.resume"));
+  // Every row of the curve (makespans, losses) and the final policy are the uninterrupted run's.
+  auto text = [](const fs::path& f) {
+    std::ifstream in(f);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string curve = text(t / "r.csv");
+  CHECK(curve == text(t / "s.csv"));
+  CHECK(std::count(curve.begin(), curve.end(), '\n') == 421);
+  for (const char* name : {"s", "r"})
+    REQUIRE(sh(cli + " place --graph " + g + " --cluster doppler-paper:4 --method doppler --policy " + (t / (std::string(name) + ".pt")) +
+               " -o " + (t / (std::string(name) + ".json"))).code == 0);
+  CHECK(text(t / "r.json") == text(t / "s.json"));
 }
 
 TEST_CASE("doppler train --hint: PLC sees a placer's partition, the checkpoint keeps it, bad hints refused") {

@@ -262,6 +262,10 @@ class policy {
   void save(const std::string& path) const;
   /// Reads a checkpoint written by save. Errors name the file.
   static policy load(const std::string& path);
+  /// The checkpoint save writes, as bytes in memory (`train_state::policy`) ...
+  std::string serialize() const;
+  /// ... and read back; errors name `name` (the file the bytes came from).
+  static policy deserialize(const std::string& blob, const std::string& name);
 
   /// The parameters as an in-memory blob (model selection during training) ...
   std::string snapshot() const;

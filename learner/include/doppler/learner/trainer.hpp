@@ -41,6 +41,8 @@ std::string_view baseline_name(baseline_kind k) noexcept;
 /// The kind named `name`; throws errc::bad_argument listing the names.
 baseline_kind parse_baseline(std::string_view name);
 
+struct train_state;
+
 struct train_options {
   int il_episodes = 200;        ///< phase I episodes
   int rl_episodes = 400;        ///< phase II episodes
@@ -95,6 +97,17 @@ struct train_options {
   std::function<double(std::size_t problem, const placement&)> measure;
   /// Called after every episode (the CLI's progress bar).
   std::function<void(const train_row&)> on_episode;
+  /// Checkpoints for resuming (train_state): on_checkpoint gets train()'s state after the batch of
+  /// phase I or II that completes every `checkpoint_every` episodes (0: none of these), when
+  /// `stop` says so, and once after phase II (before phase III, which is not checkpointed).
+  int checkpoint_every = 0;
+  std::function<void(const train_state&)> on_checkpoint;
+  /// Polled after every batch of phases I and II; true: train() hands on_checkpoint its state and
+  /// returns at once with train_result::stopped set (the CLI's Ctrl-C).
+  std::function<bool()> stop;
+  /// Continue from this state (phases I and II as if never stopped: the same rollouts, updates
+  /// and curve); the policy passed to train() must be the one in it (policy::deserialize).
+  const train_state* resume = nullptr;
 
   train_options& with_il(int n) { il_episodes = n; return *this; }
   train_options& with_rl(int n) { rl_episodes = n; return *this; }
@@ -146,7 +159,43 @@ struct train_result {
   double real_final_greedy = 0;    ///< ... and after it (per_problem: every problem's)
   double final_agreement = 0;     ///< greedy rollout's teacher agreement after phase I (both choices)
   double final_sel_agreement = 0, final_plc_agreement = 0;  ///< the same per choice
+  bool stopped = false;           ///< train_options::stop ended it early (the other fields are partial)
 };
+
+/// train()'s state between two batches of phase I or II, or after phase II: everything besides
+/// the options that a stopped train() needs to go on exactly as if it had not stopped. `doppler
+/// train` writes it beside its checkpoint as OUT.resume (doppler-train-state/1, save_train_state).
+struct train_state {
+  int phase = 1;              ///< 1: in phase I, 2: in phase II, 3: phases I and II done
+  int done = 0;               ///< that phase's episodes done
+  int batches = 0;            ///< ... and its update batches
+  std::string policy;         ///< the policy's checkpoint at this point (policy::serialize)
+  std::vector<train_row> curve;  ///< the rows so far (the episode number is the row count)
+  double curve_best = 0;
+  placement best;             ///< the best placement of problem 0 so far, and its makespan
+  double best_makespan = 0;
+  std::vector<double> initial_greedy;  ///< per problem: the greedy makespan before training
+  double il_seconds = 0, rl_seconds = 0;
+  double agreement = 0, sel_agreement = 0, plc_agreement = 0;  ///< after phase I (phase ≥ 2)
+  // Phase II's REINFORCE state, per problem: the baselines' sums, counts and EMAs, and
+  // self-imitation's best cost and (self-labelled) episode.
+  std::vector<double> cost_sum, ema, self_best;
+  std::vector<std::uint64_t> cost_n;
+  std::vector<std::vector<episode>> self_episode;
+  std::string best_params;    ///< model selection: the best greedy parameters (policy::snapshot) ...
+  double best_greedy = 0;     ///< ... and their score (+inf: none yet)
+  std::int64_t ppo_steps = 0, ppo_updates = 0;
+  int rl_updates = 0, sil_updates = 0;
+  bool selected = false;      ///< phase 3: model selection ran ...
+  double last_greedy = 0;     ///< ... and the last parameters' greedy makespan
+};
+
+/// Writes `s` and `settings` (a JSON object: the caller's description of the run, to compare on
+/// resume) to `path` atomically as CBOR, format "doppler-train-state/1" (docs/learner.md).
+void save_train_state(const std::string& path, const train_state& s, const std::string& settings);
+/// Reads a file save_train_state wrote; `settings` gets the stored settings (JSON text). Errors
+/// name the file and the field.
+train_state load_train_state(const std::string& path, std::string& settings);
 
 /// Simulated makespan of a placement under `opt`.
 double score(const problem& pb, const placement& p, const sim_options& opt);

@@ -1,0 +1,264 @@
+// train()'s resumable state on disk (trainer.hpp: train_state, save_train_state, load_train_state):
+// one CBOR document, format "doppler-train-state/1". Numbers are stored exactly (CBOR's doubles);
+// the large arrays (an episode's features, the policy's checkpoint) as byte strings in this host's
+// (little-endian) layout, so a state is meant to be resumed on the machine kind that wrote it.
+#include <doppler/learner/trainer.hpp>
+
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/io.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace doppler::learner {
+
+namespace {
+
+using json = nlohmann::json;
+constexpr const char* state_format = "doppler-train-state/1";
+
+template <class T>
+json bytes_of(const std::vector<T>& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::vector<std::uint8_t> b(v.size() * sizeof(T));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return json::binary(std::move(b));
+}
+
+json placement_json(const placement& p) {
+  return {{"device", bytes_of(p.device)}, {"order", bytes_of(p.order)}, {"method", p.method}};
+}
+
+json episode_json(const episode& e) {
+  return {{"result", placement_json(e.result)},
+          {"ready_off", bytes_of(e.ready_off)},
+          {"ready", bytes_of(e.ready)},
+          {"dev_feat", bytes_of(e.dev_feat)},
+          {"dev_valid", bytes_of(e.dev_valid)},
+          {"pair_feat", bytes_of(e.pair_feat)},
+          {"pair_valid", bytes_of(e.pair_valid)},
+          {"teacher_op_off", bytes_of(e.teacher_op_off)},
+          {"teacher_dev_off", bytes_of(e.teacher_dev_off)},
+          {"teacher_ops", bytes_of(e.teacher_ops)},
+          {"teacher_devs", bytes_of(e.teacher_devs)},
+          {"agree", {e.sel_agree, e.plc_agree, e.both_agree}},
+          {"log_prob", e.log_prob},
+          {"temperature", e.temperature}};
+}
+
+/// Field access with errors naming the file and the field.
+struct reader {
+  const std::string& file;
+
+  [[noreturn]] void fail(errc code, const std::string& field, const std::string& why) const {
+    throw error(code, file, field, why);
+  }
+  const json& at(const json& j, const std::string& where, const char* key) const {
+    if (!j.is_object()) fail(errc::bad_type, where, "expected an object");
+    auto it = j.find(key);
+    if (it == j.end()) fail(errc::missing_field, where + "." + key, "missing");
+    return *it;
+  }
+  double number(const json& j, const std::string& where, const char* key) const {
+    const json& v = at(j, where, key);
+    if (!v.is_number()) fail(errc::bad_type, where + "." + key, "expected a number");
+    return v.get<double>();
+  }
+  template <class I>
+  I integer(const json& j, const std::string& where, const char* key) const {
+    const json& v = at(j, where, key);
+    if (!v.is_number_integer()) fail(errc::bad_type, where + "." + key, "expected an integer");
+    const auto x = v.get<std::int64_t>();
+    if (x < static_cast<std::int64_t>(std::numeric_limits<I>::min()) ||
+        (x > 0 && static_cast<std::uint64_t>(x) > static_cast<std::uint64_t>(std::numeric_limits<I>::max())))
+      fail(errc::bad_value, where + "." + key, "out of range");
+    return static_cast<I>(x);
+  }
+  std::string text(const json& j, const std::string& where, const char* key) const {
+    const json& v = at(j, where, key);
+    if (!v.is_string()) fail(errc::bad_type, where + "." + key, "expected a string");
+    return v.get<std::string>();
+  }
+  template <class T>
+  std::vector<T> bytes(const json& j, const std::string& where, const char* key) const {
+    const json& v = at(j, where, key);
+    if (!v.is_binary()) fail(errc::bad_type, where + "." + key, "expected a byte string");
+    const auto& b = v.get_binary();
+    if (b.size() % sizeof(T) != 0)
+      fail(errc::bad_value, where + "." + key, "byte length " + std::to_string(b.size()) + " is not a multiple of " + std::to_string(sizeof(T)));
+    std::vector<T> out(b.size() / sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), b.data(), b.size());
+    return out;
+  }
+  std::vector<double> numbers(const json& j, const std::string& where, const char* key) const {
+    const json& v = at(j, where, key);
+    if (!v.is_array()) fail(errc::bad_type, where + "." + key, "expected an array");
+    std::vector<double> out;
+    for (const auto& x : v) {
+      if (!x.is_number()) fail(errc::bad_type, where + "." + key, "expected numbers");
+      out.push_back(x.get<double>());
+    }
+    return out;
+  }
+  placement place(const json& j, const std::string& where) const {
+    placement p;
+    p.device = bytes<device_index>(j, where, "device");
+    p.order = bytes<op_index>(j, where, "order");
+    p.method = text(j, where, "method");
+    return p;
+  }
+  episode ep(const json& j, const std::string& where) const {
+    episode e;
+    e.result = place(at(j, where, "result"), where + ".result");
+    e.ready_off = bytes<std::uint32_t>(j, where, "ready_off");
+    e.ready = bytes<op_index>(j, where, "ready");
+    e.dev_feat = bytes<float>(j, where, "dev_feat");
+    e.dev_valid = bytes<std::uint8_t>(j, where, "dev_valid");
+    e.pair_feat = bytes<float>(j, where, "pair_feat");
+    e.pair_valid = bytes<std::uint8_t>(j, where, "pair_valid");
+    e.teacher_op_off = bytes<std::uint32_t>(j, where, "teacher_op_off");
+    e.teacher_dev_off = bytes<std::uint32_t>(j, where, "teacher_dev_off");
+    e.teacher_ops = bytes<op_index>(j, where, "teacher_ops");
+    e.teacher_devs = bytes<device_index>(j, where, "teacher_devs");
+    const json& a = at(j, where, "agree");
+    if (!a.is_array() || a.size() != 3 || !a[0].is_number_unsigned() || !a[1].is_number_unsigned() || !a[2].is_number_unsigned())
+      fail(errc::bad_type, where + ".agree", "expected three counts");
+    e.sel_agree = a[0].get<std::size_t>(), e.plc_agree = a[1].get<std::size_t>(), e.both_agree = a[2].get<std::size_t>();
+    e.log_prob = number(j, where, "log_prob");
+    e.temperature = number(j, where, "temperature");
+    if (e.ready_off.empty() || e.ready_off.size() != e.result.order.size() + 1 || e.ready_off.back() != e.ready.size())
+      fail(errc::bad_value, where + ".ready_off", "does not match the episode's steps and ready set");
+    return e;
+  }
+};
+
+}  // namespace
+
+void save_train_state(const std::string& path, const train_state& s, const std::string& settings) {
+  json curve = json::array();
+  for (const auto& r : s.curve)
+    curve.push_back({r.episode, r.phase, r.makespan, r.best, r.loss, r.agreement, r.problem});
+  json self = json::array();
+  for (const auto& eps : s.self_episode) {
+    json one = json::array();
+    for (const auto& e : eps) one.push_back(episode_json(e));
+    self.push_back(std::move(one));
+  }
+  const json doc = {
+      {"format", state_format},
+      {"settings", json::parse(settings)},
+      {"phase", s.phase},
+      {"done", s.done},
+      {"batches", s.batches},
+      {"policy", json::binary(std::vector<std::uint8_t>(s.policy.begin(), s.policy.end()))},
+      {"curve", std::move(curve)},
+      {"curve_best", s.curve_best},
+      {"best", placement_json(s.best)},
+      {"best_makespan", s.best_makespan},
+      {"initial_greedy", s.initial_greedy},
+      {"il_seconds", s.il_seconds},
+      {"rl_seconds", s.rl_seconds},
+      {"agreement", {s.agreement, s.sel_agreement, s.plc_agreement}},
+      {"cost_sum", s.cost_sum},
+      {"ema", s.ema},
+      {"self_best", s.self_best},
+      {"cost_n", s.cost_n},
+      {"self_episode", std::move(self)},
+      {"best_params", json::binary(std::vector<std::uint8_t>(s.best_params.begin(), s.best_params.end()))},
+      {"best_greedy", s.best_greedy},
+      {"ppo", {s.ppo_steps, s.ppo_updates}},
+      {"updates", {s.rl_updates, s.sil_updates}},
+      {"selected", s.selected},
+      {"last_greedy", s.last_greedy},
+  };
+  const auto bytes = json::to_cbor(doc);
+  write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+train_state load_train_state(const std::string& path, std::string& settings) {
+  const std::string raw = read_file(path);
+  json doc;
+  try {
+    doc = json::from_cbor(raw);
+  } catch (const json::exception& e) {
+    throw error(errc::bad_json, path, "", std::string("not a training state (CBOR): ") + e.what());
+  }
+  const reader r{path};
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != state_format)
+    throw error(errc::bad_format_tag, path, "format", std::string("expected \"") + state_format + "\"");
+  const json& set = r.at(doc, "$", "settings");
+  if (!set.is_object()) r.fail(errc::bad_type, "$.settings", "expected an object");
+  settings = set.dump();
+  train_state s;
+  s.phase = r.integer<int>(doc, "$", "phase");
+  if (s.phase < 1 || s.phase > 3) r.fail(errc::bad_value, "$.phase", "expected 1, 2 or 3");
+  s.done = r.integer<int>(doc, "$", "done");
+  s.batches = r.integer<int>(doc, "$", "batches");
+  if (s.done < 0 || s.batches < 0) r.fail(errc::bad_value, "$.done", "negative progress");
+  const auto pol = r.bytes<char>(doc, "$", "policy");
+  s.policy.assign(pol.begin(), pol.end());
+  const json& curve = r.at(doc, "$", "curve");
+  if (!curve.is_array()) r.fail(errc::bad_type, "$.curve", "expected an array");
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    const json& row = curve[i];
+    const std::string where = "$.curve[" + std::to_string(i) + "]";
+    if (!row.is_array() || row.size() != 7 || !row[0].is_number_integer() || !row[1].is_string() || !row[6].is_number_integer())
+      r.fail(errc::bad_type, where, "expected [episode, phase, makespan, best, loss, agreement, problem]");
+    for (int k : {2, 3, 4, 5})
+      if (!row[k].is_number()) r.fail(errc::bad_type, where, "expected numbers for makespan, best, loss and agreement");
+    s.curve.push_back({row[0].get<int>(), row[1].get<std::string>(), row[2].get<double>(), row[3].get<double>(),
+                       row[4].get<double>(), row[5].get<double>(), row[6].get<int>()});
+  }
+  s.curve_best = r.number(doc, "$", "curve_best");
+  s.best = r.place(r.at(doc, "$", "best"), "$.best");
+  s.best_makespan = r.number(doc, "$", "best_makespan");
+  s.initial_greedy = r.numbers(doc, "$", "initial_greedy");
+  s.il_seconds = r.number(doc, "$", "il_seconds");
+  s.rl_seconds = r.number(doc, "$", "rl_seconds");
+  const auto agree = r.numbers(doc, "$", "agreement");
+  if (agree.size() != 3) r.fail(errc::bad_value, "$.agreement", "expected three fractions");
+  s.agreement = agree[0], s.sel_agreement = agree[1], s.plc_agreement = agree[2];
+  s.cost_sum = r.numbers(doc, "$", "cost_sum");
+  s.ema = r.numbers(doc, "$", "ema");
+  s.self_best = r.numbers(doc, "$", "self_best");
+  const json& n = r.at(doc, "$", "cost_n");
+  if (!n.is_array()) r.fail(errc::bad_type, "$.cost_n", "expected an array");
+  for (const auto& x : n) {
+    if (!x.is_number_unsigned()) r.fail(errc::bad_type, "$.cost_n", "expected counts");
+    s.cost_n.push_back(x.get<std::uint64_t>());
+  }
+  const json& self = r.at(doc, "$", "self_episode");
+  if (!self.is_array()) r.fail(errc::bad_type, "$.self_episode", "expected an array");
+  for (std::size_t k = 0; k < self.size(); ++k) {
+    if (!self[k].is_array()) r.fail(errc::bad_type, "$.self_episode[" + std::to_string(k) + "]", "expected an array");
+    auto& eps = s.self_episode.emplace_back();
+    for (std::size_t i = 0; i < self[k].size(); ++i)
+      eps.push_back(r.ep(self[k][i], "$.self_episode[" + std::to_string(k) + "][" + std::to_string(i) + "]"));
+  }
+  const auto bp = r.bytes<char>(doc, "$", "best_params");
+  s.best_params.assign(bp.begin(), bp.end());
+  s.best_greedy = r.number(doc, "$", "best_greedy");
+  const json& ppo = r.at(doc, "$", "ppo");
+  const json& upd = r.at(doc, "$", "updates");
+  if (!ppo.is_array() || ppo.size() != 2 || !ppo[0].is_number_integer() || !ppo[1].is_number_integer())
+    r.fail(errc::bad_type, "$.ppo", "expected [steps, updates]");
+  if (!upd.is_array() || upd.size() != 2 || !upd[0].is_number_integer() || !upd[1].is_number_integer())
+    r.fail(errc::bad_type, "$.updates", "expected [updates, self-imitation updates]");
+  s.ppo_steps = ppo[0].get<std::int64_t>(), s.ppo_updates = ppo[1].get<std::int64_t>();
+  s.rl_updates = upd[0].get<int>(), s.sil_updates = upd[1].get<int>();
+  const json& sel = r.at(doc, "$", "selected");
+  if (!sel.is_boolean()) r.fail(errc::bad_type, "$.selected", "expected true or false");
+  s.selected = sel.get<bool>();
+  s.last_greedy = r.number(doc, "$", "last_greedy");
+  const std::size_t n_pb = s.initial_greedy.size();
+  if (n_pb == 0) r.fail(errc::bad_value, "$.initial_greedy", "no problems");
+  if (s.phase >= 2 && (s.cost_sum.size() != n_pb || s.ema.size() != n_pb || s.self_best.size() != n_pb ||
+                       s.cost_n.size() != n_pb || s.self_episode.size() != n_pb))
+    r.fail(errc::bad_value, "$.cost_sum", "phase II's per-problem state does not have one entry per problem (" + std::to_string(n_pb) + ")");
+  return s;
+}
+
+}  // namespace doppler::learner
