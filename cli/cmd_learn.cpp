@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "learn_real.hpp"
+#include "learn_resume.hpp"
 #include "learn_setup.hpp"
 
 #include <doppler/comm/multicast.hpp>
@@ -22,11 +23,9 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -94,52 +93,6 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
                              *avg, vs, s, tty && r.episode != total ? "" : "\n")
               << std::flush;
   };
-}
-
-/// Set by SIGINT / SIGTERM while train() runs phases I and II (stop_on_signals).
-std::atomic<bool> stop_requested{false};
-
-extern "C" void on_stop_signal(int) {
-  stop_requested.store(true);
-  static const char msg[] = "\ntrain: stopping after this batch and saving its state (again: quit at once)\n";
-  [[maybe_unused]] auto n = ::write(2, msg, sizeof msg - 1);
-}
-
-/// While alive, the first SIGINT or SIGTERM asks train() to stop after its batch (a second one
-/// gets the default action: SA_RESETHAND); the previous handlers come back when it goes.
-class stop_on_signals {
- public:
-  stop_on_signals() {
-    stop_requested.store(false);
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~stop_on_signals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  stop_on_signals(const stop_on_signals&) = delete;
-  stop_on_signals& operator=(const stop_on_signals&) = delete;
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
-
-/// The first setting in which `now` differs from `then` (the run a training state was saved by),
-/// as an error naming it; --resume must repeat the interrupted command.
-void check_resume_settings(const std::string& file, const nlohmann::json& then, const nlohmann::json& now) {
-  for (const auto& [key, value] : now.items()) {
-    const auto it = then.find(key);
-    if (it == then.end() || *it != value)
-      throw error(errc::bad_argument, file, "--resume",
-                  fmt::format("the interrupted training ran with {} {}, this command has {}: --resume continues the "
-                              "same command (or remove the file to start over)",
-                              key, it == then.end() ? "(not recorded)" : it->dump(), value.dump()));
-  }
 }
 
 void add_train(CLI::App& app) {
@@ -538,7 +491,7 @@ void add_train(CLI::App& app) {
     o->t.on_episode = progress(total, n_graphs > 1 ? 1.0 : cp);
     o->t.checkpoint_every = o->checkpoint_every;
     o->t.on_checkpoint = [&](const learner::train_state& s) { learner::save_train_state(resume_path, s, settings.dump()); };
-    o->t.stop = [] { return stop_requested.load(); };
+    o->t.stop = stop_requested;
     if (o->resume) {
       o->t.resume = &resume_state;
       const char* where[] = {"", "phase I", "phase II", "phase III"};

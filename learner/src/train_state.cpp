@@ -152,7 +152,6 @@ void save_train_state(const std::string& path, const train_state& s, const std::
       {"settings", json::parse(settings)},
       {"phase", s.phase},
       {"done", s.done},
-      {"batches", s.batches},
       {"policy", json::binary(std::vector<std::uint8_t>(s.policy.begin(), s.policy.end()))},
       {"curve", std::move(curve)},
       {"curve_best", s.curve_best},
@@ -170,7 +169,7 @@ void save_train_state(const std::string& path, const train_state& s, const std::
       {"best_params", json::binary(std::vector<std::uint8_t>(s.best_params.begin(), s.best_params.end()))},
       {"best_greedy", s.best_greedy},
       {"ppo", {s.ppo_steps, s.ppo_updates}},
-      {"updates", {s.rl_updates, s.sil_updates}},
+      {"sil_updates", s.sil_updates},
       {"selected", s.selected},
       {"last_greedy", s.last_greedy},
   };
@@ -196,8 +195,7 @@ train_state load_train_state(const std::string& path, std::string& settings) {
   s.phase = r.integer<int>(doc, "$", "phase");
   if (s.phase < 1 || s.phase > 3) r.fail(errc::bad_value, "$.phase", "expected 1, 2 or 3");
   s.done = r.integer<int>(doc, "$", "done");
-  s.batches = r.integer<int>(doc, "$", "batches");
-  if (s.done < 0 || s.batches < 0) r.fail(errc::bad_value, "$.done", "negative progress");
+  if (s.done < 0) r.fail(errc::bad_value, "$.done", "negative progress");
   const auto pol = r.bytes<char>(doc, "$", "policy");
   s.policy.assign(pol.begin(), pol.end());
   const json& curve = r.at(doc, "$", "curve");
@@ -242,13 +240,10 @@ train_state load_train_state(const std::string& path, std::string& settings) {
   s.best_params.assign(bp.begin(), bp.end());
   s.best_greedy = r.number(doc, "$", "best_greedy");
   const json& ppo = r.at(doc, "$", "ppo");
-  const json& upd = r.at(doc, "$", "updates");
   if (!ppo.is_array() || ppo.size() != 2 || !ppo[0].is_number_integer() || !ppo[1].is_number_integer())
     r.fail(errc::bad_type, "$.ppo", "expected [steps, updates]");
-  if (!upd.is_array() || upd.size() != 2 || !upd[0].is_number_integer() || !upd[1].is_number_integer())
-    r.fail(errc::bad_type, "$.updates", "expected [updates, self-imitation updates]");
   s.ppo_steps = ppo[0].get<std::int64_t>(), s.ppo_updates = ppo[1].get<std::int64_t>();
-  s.rl_updates = upd[0].get<int>(), s.sil_updates = upd[1].get<int>();
+  s.sil_updates = r.integer<int>(doc, "$", "sil_updates");
   const json& sel = r.at(doc, "$", "selected");
   if (!sel.is_boolean()) r.fail(errc::bad_type, "$.selected", "expected true or false");
   s.selected = sel.get<bool>();

@@ -210,14 +210,14 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   // stopping (force), and after phase II. The elapsed time of the running phase is added.
   std::size_t last_checkpoint = res.curve.size();
   auto t0 = std::chrono::steady_clock::now();
-  auto checkpoint = [&](int phase, int done, int batches, bool force) {
+  auto checkpoint = [&](int phase, int done, bool force) {
     if (!opt.on_checkpoint) return;
     const bool due = opt.checkpoint_every > 0 &&
                      res.curve.size() >= last_checkpoint + static_cast<std::size_t>(opt.checkpoint_every);
     if (!force && !due) return;
     last_checkpoint = res.curve.size();
     train_state out = st;
-    out.phase = phase, out.done = done, out.batches = batches;
+    out.phase = phase, out.done = done;
     out.curve = res.curve;
     if (phase == 1) out.il_seconds += seconds_since(t0);
     if (phase == 2) out.rl_seconds += seconds_since(t0);
@@ -236,9 +236,10 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   // state; the update raises the log-probability of every tied teacher action. With several
   // problems the batches take turns.
   std::vector<episode> batch;
+  // Every batch but a phase's last has opt.batch episodes, so a checkpoint's batch count is done / batch.
   const bool in_il = !resuming || st.phase == 1;
-  for (int done = in_il && resuming ? st.done : 0, batch_no = in_il && resuming ? st.batches : 0; in_il && done < opt.il_episodes;
-       ++batch_no) {
+  const int il_start = resuming && st.phase == 1 ? st.done : 0;
+  for (int done = il_start, batch_no = il_start / opt.batch; in_il && done < opt.il_episodes; ++batch_no) {
     const std::size_t k = static_cast<std::size_t>(batch_no) % n_pb;
     const double x = opt.il_episodes > 1 ? static_cast<double>(done) / (opt.il_episodes - 1) : 1.0;
     pol.set_learning_rate(opt.il_lr * lerp(1.0, opt.lr_final, x));
@@ -259,7 +260,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     done += b;
     if (done < opt.il_episodes) {  // the last batch's state is phase II's start, checkpointed there
       const bool stopping = stop_now();
-      checkpoint(1, done, batch_no + 1, stopping);
+      checkpoint(1, done, stopping);
       if (stopping) return finish_stopped();
     }
   }
@@ -288,7 +289,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     double phase_best = std::numeric_limits<double>::infinity();
     std::vector<double> costs, adv;
     int& done = rs.done;
-    int& updates = rs.batches;
+    int updates = done / batch_size;
     while (done < episodes) {
       const std::size_t k = static_cast<std::size_t>(updates) % n_pb;
       const problem& q = *pbs[k];
@@ -349,11 +350,10 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       }
       done += b;
       ++updates;
-      if (stream == 0) ++rs.rl_updates;
       if (on_update) on_update(updates);
       if (stream == 0 && done < episodes) {  // the last batch's state is checkpointed after selection
         const bool stopping = stop_now();
-        checkpoint(2, done, updates, stopping);
+        checkpoint(2, done, stopping);
         if (stopping) return false;
       }
     }
@@ -377,7 +377,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   const bool in_rl = !resuming || st.phase <= 2;
   if (in_rl) {
     if (!resuming || st.phase == 1) {
-      st.done = st.batches = 0;  // phase II starts
+      st.done = 0;  // phase II starts
       if (opt.eval_every > 0 && opt.rl_episodes > 0) evaluate();
     }
     on_update = [&](int updates) {
@@ -395,13 +395,13 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       st.selected = true;
     }
     st.rl_seconds += seconds_since(t0);
-    checkpoint(3, 0, 0, true);
+    checkpoint(3, 0, true);
   }
   const bool selected = st.selected;
   if (selected) res.last_greedy_makespan = st.last_greedy;
   res.rl_seconds = st.rl_seconds;
   if (st.ppo_updates > 0) res.ppo_epochs_mean = static_cast<double>(st.ppo_steps) / static_cast<double>(st.ppo_updates);
-  res.rl_updates = st.rl_updates;
+  res.rl_updates = (opt.rl_episodes + opt.batch - 1) / opt.batch;  // every batch of phase II is one update
   res.self_imitation_updates = st.sil_updates;
   res.best = st.best;
   res.best_makespan = st.best_makespan;

@@ -168,7 +168,6 @@ struct train_result {
 struct train_state {
   int phase = 1;              ///< 1: in phase I, 2: in phase II, 3: phases I and II done
   int done = 0;               ///< that phase's episodes done
-  int batches = 0;            ///< ... and its update batches
   std::string policy;         ///< the policy's checkpoint at this point (policy::serialize)
   std::vector<train_row> curve;  ///< the rows so far (the episode number is the row count)
   double curve_best = 0;
@@ -185,7 +184,7 @@ struct train_state {
   std::string best_params;    ///< model selection: the best greedy parameters (policy::snapshot) ...
   double best_greedy = 0;     ///< ... and their score (+inf: none yet)
   std::int64_t ppo_steps = 0, ppo_updates = 0;
-  int rl_updates = 0, sil_updates = 0;
+  int sil_updates = 0;        ///< phase II's updates followed by self-imitation
   bool selected = false;      ///< phase 3: model selection ran ...
   double last_greedy = 0;     ///< ... and the last parameters' greedy makespan
 };
