@@ -18,7 +18,8 @@ std::size_t element_count(const shape_t& s) {
 
 tensor::tensor(shape_t shape) : shape_(std::move(shape)), data_(element_count(shape_), 0.0f) {}
 
-tensor::tensor(shape_t shape, std::vector<float> values) : shape_(std::move(shape)), data_(std::move(values)) {
+tensor::tensor(shape_t shape, std::vector<float> values)
+    : shape_(std::move(shape)), data_(values.begin(), values.end()) {
   if (data_.size() != element_count(shape_))
     throw error(errc::shape_mismatch, std::to_string(data_.size()) + " values for a tensor of shape " +
                                           to_string(shape_));

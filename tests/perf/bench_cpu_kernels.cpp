@@ -6,6 +6,7 @@
 //   ./build/tests/perf/bench_cpu_kernels --benchmark_counters_tabular=true
 
 #include <doppler/runtime/cpu_backend.hpp>
+#include <doppler/runtime/host_buffers.hpp>
 #include <doppler/runtime/workloads.hpp>
 
 #include <benchmark/benchmark.h>
@@ -141,6 +142,23 @@ void BM_reference(benchmark::State& st, const char* name) {
   st.counters["ops"] = double(g.size());
 }
 
+/// The host buffer cache (host_buffers.hpp) on and off: the phase-III block (dim 1024, seq 512,
+/// 4 shards) executed in one thread, every op's output allocated afresh as in a run. `off` is the
+/// baseline (malloc: large buffers are fresh mmaps that fault in page by page); report the ratio.
+void BM_block_host_cache(benchmark::State& st, bool cached) {
+  workload_params p;
+  p.dim = 1024, p.heads = 16, p.seq = 512, p.shards = 4;
+  graph g = make_workload("llama-block", p);
+  const auto limit = host_cache_statistics().limit_bytes;
+  if (!cached) set_host_cache_limit(0);
+  reset_host_cache_counters();
+  for (auto _ : st) benchmark::DoNotOptimize(execute_reference(g, reference_options{}.with_seed(1).exits_only()));
+  const auto s = host_cache_statistics();
+  set_host_cache_limit(limit);
+  set_gflops(st, g.total_flops());
+  st.counters["hit_rate"] = s.hits + s.misses ? double(s.hits) / double(s.hits + s.misses) : 0.0;
+}
+
 void BM_synthetic_1e8(benchmark::State& st) {
   for (auto _ : st) benchmark::DoNotOptimize(cpu::synthetic(1e8, {1024}, 3));
   set_gflops(st, 1e8);
@@ -152,6 +170,8 @@ BENCHMARK(BM_matmul_openblas)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kM
 BENCHMARK(BM_matmul_naive_ikj)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_matmul_naive_ijk)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_memcpy)->Arg(1 << 16)->Arg(1 << 22);
+BENCHMARK_CAPTURE(BM_block_host_cache, off, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_block_host_cache, on, true)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_add)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_add_broadcast_row)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_silu)->Arg(1 << 16)->Arg(1 << 22);

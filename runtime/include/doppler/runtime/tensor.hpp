@@ -4,6 +4,7 @@
 /// from a run seed. Graphs of dtype bf16/f16 compute in f32 too; only their byte accounting
 /// (`bytes(dtype)`, the graph's `op::bytes`) uses the graph's element size. docs/cpu_backend.md.
 
+#include <doppler/runtime/host_buffers.hpp>
 #include <doppler/runtime/op.hpp>
 
 #include <cstdint>
@@ -45,7 +46,7 @@ class tensor {
 
  private:
   shape_t shape_;
-  std::vector<float> data_;
+  std::vector<float, host_allocator<float>> data_;  // large buffers are reused across runs (host_buffers.hpp)
 };
 
 /// Number of elements of a shape as an integer (1 for the empty shape).
