@@ -12,6 +12,7 @@
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/host_buffers.hpp>
 #include <doppler/runtime/io.hpp>
 #include <doppler/runtime/learner.hpp>
 #include <doppler/runtime/placement.hpp>
@@ -260,8 +261,10 @@ void run_command(const run_flags& f) {
     }
     return;
   }
+  reset_host_cache_counters();  // the counts below are the measured runs' (docs/cpu_backend.md, "Tensor memory")
   auto r = exit_at_timeout(
       [&] { return e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty())); });
+  const host_cache_stats hc = host_cache_statistics();
 
   auto ms = r.makespans();
   const auto st = summarize(ms);
@@ -282,6 +285,8 @@ void run_command(const run_flags& f) {
                      {"transfer_mode", f.transfers}, {"planned_tensors", r.planned_tensors}};
     if (!f.trace_file.empty()) j["trace"] = f.trace_file;
     if (!r.failovers.empty()) j["failovers"] = r.failovers;
+    j["host_cache"] = {{"hits", hc.hits}, {"misses", hc.misses}, {"cached_bytes", hc.cached_bytes},
+                       {"limit_bytes", hc.limit_bytes}};
     std::cout << j.dump() << "\n";
     return;
   }
@@ -294,6 +299,9 @@ void run_command(const run_flags& f) {
   std::cout << fmt::format("\nmoved {:.0f} bytes in {} transfers ({}", bytes, r.transfers.back(), f.transfers);
   if (f.transfers == "planned") std::cout << fmt::format(": {} tensors by plan", r.planned_tensors);
   std::cout << ")\n";
+  if (hc.hits + hc.misses > 0)
+    std::cout << fmt::format("host buffers: {} of {} large buffers reused in the measured runs, {:.1f} MiB cached\n", hc.hits,
+                             hc.hits + hc.misses, static_cast<double>(hc.cached_bytes) / (1024.0 * 1024.0));
   for (const auto& why : r.failovers) std::cout << "failover (ops re-placed on the surviving devices) after: " << why << "\n";
   if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
   if (lc_actor && !f.save_policy.empty()) std::cout << "wrote learner state " << f.save_policy << "\n";

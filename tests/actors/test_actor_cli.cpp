@@ -40,6 +40,29 @@ TEST_CASE("doppler run --json: measured and simulated makespans, trace written")
   }
 }
 
+TEST_CASE("doppler run reports the host buffer cache and DOPPLER_HOST_CACHE_MB=0 turns it off") {
+  temp_dir t;
+  // dim 256 x seq 128 floats = 128 KiB per activation: above the cache's 64 KiB floor.
+  REQUIRE(sh(cli + " workload llama-block --dim 256 --heads 4 --seq 128 --shards 2 -o " + (t / "g.json")).code == 0);
+  const std::string run = " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 2 --json";
+  auto on = sh(cli + run);
+  CAPTURE(on.out);
+  REQUIRE(on.code == 0);
+  auto j = nlohmann::json::parse(on.out);
+  const auto hits = j["host_cache"]["hits"].get<std::size_t>(), misses = j["host_cache"]["misses"].get<std::size_t>();
+  CHECK(hits > 0);
+  CHECK(misses < hits);  // after the warm-up run the measured runs reuse its buffers
+  CHECK(j["host_cache"]["cached_bytes"].get<std::size_t>() > 0);
+  auto off = sh("DOPPLER_HOST_CACHE_MB=0 " + cli + run);
+  CAPTURE(off.out);
+  REQUIRE(off.code == 0);
+  j = nlohmann::json::parse(off.out);
+  CHECK(j["host_cache"]["hits"] == 0);
+  CHECK(j["host_cache"]["limit_bytes"] == 0);
+  auto text = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 2");
+  CHECK(text.out.find("large buffers reused") != std::string::npos);
+}
+
 TEST_CASE("doppler run: a placement file is used as given and bad input fails naming it") {
   temp_dir t;
   REQUIRE(sh(cli + " workload ffnn --dim 32 --ffn 64 --shards 2 -o " + (t / "g.json")).code == 0);
