@@ -4,8 +4,9 @@
 /// A run allocates each op's output afresh and frees it when its last consumer has read it; the
 /// next run allocates the same sizes again. Through plain malloc, buffers of more than 128 KiB are
 /// fresh `mmap`s: every page faults in (and is zeroed by the kernel) on first touch and every free
-/// is a `munmap` with a TLB shootdown across the device threads. On the CPU backend that was half
-/// of a Llama block's makespan, and how much depended on the process (glibc moves its mmap
+/// is a `munmap` with a TLB shootdown across the device threads. On the CPU backend that was most
+/// of a Llama block's makespan (docs/cpu_backend.md: the cache runs it 3.4x faster in one thread,
+/// 3.1x on the actor runtime), and how much depended on the process (glibc moves its mmap
 /// threshold with the history of frees). Large buffers therefore go through this cache: a freed
 /// buffer is kept, by its size rounded up to a page, and handed to the next request of that size
 /// — the host counterpart of a GPU runtime's caching allocator. Small buffers go to malloc.

@@ -21,7 +21,8 @@ class tensor {
   tensor() = default;
   /// A zero-filled tensor of this shape. Throws `error(bad_value)` for a negative extent.
   explicit tensor(shape_t shape);
-  /// A tensor holding `values`; their count must equal the shape's element count.
+  /// A tensor holding a copy of `values` (in cached storage); their count must equal the shape's
+  /// element count.
   tensor(shape_t shape, std::vector<float> values);
 
   const shape_t& shape() const noexcept { return shape_; }
