@@ -67,21 +67,12 @@ class cache {
   }
 
   void give(void* p, std::size_t bytes) noexcept {
-    std::vector<std::pair<void*, std::size_t>> release;
     {
       std::lock_guard lock(m_);
       if (bytes <= limit_) {
-        // Make room by releasing buffers of other sizes, largest first: the one just freed is the
-        // likeliest to be asked for again (the next run repeats this one's sizes).
-        for (auto it = free_.rbegin(); cached_ + bytes > limit_ && it != free_.rend(); ++it) {
-          auto& bin = it->second;
-          while (!bin.empty() && cached_ + bytes > limit_) {
-            release.emplace_back(bin.back(), it->first);
-            bin.pop_back();
-            cached_ -= it->first;
-            --buffers_;
-          }
-        }
+        // Make room among the other buffers: the one just freed is the likeliest to be asked for
+        // again (the next run repeats this one's sizes).
+        evict_to(limit_ - bytes);
         try {
           free_[bytes].push_back(p);
           cached_ += bytes;
@@ -92,37 +83,18 @@ class cache {
         }
       }
     }
-    for (auto [q, n] : release) {
-      DOPPLER_UNPOISON(q, n);
-      ::operator delete(q, buffer_alignment);
-    }
     if (p) ::operator delete(p, buffer_alignment);
   }
 
   void set_limit(std::size_t bytes) noexcept {
-    {
-      std::lock_guard lock(m_);
-      limit_ = bytes;
-    }
-    shrink_to(bytes);
+    std::lock_guard lock(m_);
+    limit_ = bytes;
+    evict_to(bytes);
   }
 
-  void shrink_to(std::size_t bytes) noexcept {
-    std::vector<std::pair<void*, std::size_t>> release;
-    {
-      std::lock_guard lock(m_);
-      for (auto it = free_.rbegin(); cached_ > bytes && it != free_.rend(); ++it)
-        while (!it->second.empty() && cached_ > bytes) {
-          release.emplace_back(it->second.back(), it->first);
-          it->second.pop_back();
-          cached_ -= it->first;
-          --buffers_;
-        }
-    }
-    for (auto [q, n] : release) {
-      DOPPLER_UNPOISON(q, n);
-      ::operator delete(q, buffer_alignment);
-    }
+  void trim() noexcept {
+    std::lock_guard lock(m_);
+    evict_to(0);
   }
 
   host_cache_stats stats() noexcept {
@@ -136,6 +108,20 @@ class cache {
   }
 
  private:
+  /// Releases cached buffers, largest first, until at most `target` bytes are cached. Called with
+  /// m_ held (eviction is rare: only when the cache is full or its limit drops).
+  void evict_to(std::size_t target) noexcept {
+    for (auto it = free_.rbegin(); cached_ > target && it != free_.rend(); ++it)
+      while (!it->second.empty() && cached_ > target) {
+        void* q = it->second.back();
+        it->second.pop_back();
+        cached_ -= it->first;
+        --buffers_;
+        DOPPLER_UNPOISON(q, it->first);
+        ::operator delete(q, buffer_alignment);
+      }
+  }
+
   std::mutex m_;
   std::map<std::size_t, std::vector<void*>> free_;  // page-rounded size -> free buffers
   std::size_t cached_ = 0, buffers_ = 0, hits_ = 0, misses_ = 0, limit_;
@@ -165,7 +151,7 @@ void host_deallocate(void* p, std::size_t bytes) noexcept {
 
 host_cache_stats host_cache_statistics() noexcept { return the_cache().stats(); }
 void set_host_cache_limit(std::size_t bytes) noexcept { the_cache().set_limit(bytes); }
-void trim_host_cache() noexcept { the_cache().shrink_to(0); }
+void trim_host_cache() noexcept { the_cache().trim(); }
 void reset_host_cache_counters() noexcept { the_cache().reset_counters(); }
 
 }  // namespace doppler
