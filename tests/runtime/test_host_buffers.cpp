@@ -129,21 +129,31 @@ TEST_CASE("a tensor on a reused buffer is zero-filled and the cache makes repeat
 }
 
 TEST_CASE("the cache is safe to use from many threads at once") {
-  fresh_cache c(8 * big);
-  std::vector<std::thread> ts;
-  for (int t = 0; t < 4; ++t)
-    ts.emplace_back([t] {
-      for (int i = 0; i < 500; ++i) {
-        const std::size_t n = big * static_cast<std::size_t>(1 + (i + t) % 3);
-        auto* q = static_cast<unsigned char*>(host_allocate(n));
-        q[0] = static_cast<unsigned char>(t), q[n - 1] = static_cast<unsigned char>(i);
-        CHECK_FALSE(q[0] != static_cast<unsigned char>(t));
-        host_deallocate(q, n);
-      }
-    });
-  for (auto& t : ts) t.join();
-  const auto s = host_cache_statistics();
-  CHECK(s.hits + s.misses == 2000);
-  CHECK(s.hits > 1000);
-  CHECK(s.cached_bytes <= 8 * big);
+  // Two limits: one that forces evictions while the threads run, and one that never does (then a
+  // size misses at most once per thread: four threads hold at most four buffers at a time).
+  for (const std::size_t limit : {8 * big, 64 * big}) {
+    CAPTURE(limit);
+    fresh_cache c(limit);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; ++t)
+      ts.emplace_back([t] {
+        for (int i = 0; i < 500; ++i) {
+          const std::size_t n = big * static_cast<std::size_t>(1 + (i + t) % 3);
+          auto* q = static_cast<unsigned char*>(host_allocate(n));
+          const auto tag = static_cast<unsigned char>(t + 1);
+          q[0] = tag, q[n - 1] = tag;
+          std::this_thread::yield();  // a buffer handed to two threads at once would be overwritten here
+          CHECK_FALSE((q[0] != tag || q[n - 1] != tag));
+          host_deallocate(q, n);
+        }
+      });
+    for (auto& t : ts) t.join();
+    const auto s = host_cache_statistics();
+    CHECK(s.hits + s.misses == 2000);
+    CHECK(s.cached_bytes <= limit);
+    if (limit == 64 * big) {
+      CHECK(s.hits > 1000);
+      CHECK(s.misses <= 12);
+    }
+  }
 }
