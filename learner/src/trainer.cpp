@@ -343,8 +343,10 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
             rs.self_best[k] = costs[i];
             rs.self_episode[k].assign(1, self_labelled(batch[i]));
           }
-        // Gated: only while the best sample beats what the greedy policy places now.
-        const bool fire = !rs.self_episode[k].empty() && (!opt.self_imitation_gate || rs.self_best[k] < cost(k, pol.place(q)));
+        // Gated: only while the best sample beats what the greedy policy places now, by more than
+        // rounding (two orders of the same work can differ in the last bits of a makespan).
+        const bool fire = !rs.self_episode[k].empty() &&
+                          (!opt.self_imitation_gate || rs.self_best[k] < cost(k, pol.place(q)) * (1 - 1e-9));
         for (int j = 0; fire && j < opt.self_imitation; ++j) pol.imitation_update(q, rs.self_episode[k]);
         if (fire) ++rs.sil_updates;
       }

@@ -150,30 +150,35 @@ TEST_CASE("self-imitation: an episode labelled with its own actions, imitated, g
 
 TEST_CASE("self-imitation gate: only while the best sample beats the greedy placement") {
   graph g = paper("chain_mm_112nodes.txt");
-  cluster c = make_preset("doppler-paper:4");
   cost_model cm;
-  problem pb(g, c, cm);
-  auto run = [&](bool gate, double temperature) {
+  auto run = [&](const cluster& c, bool gate) {
+    problem pb(g, c, cm);
     policy pol(policy_options().with_hidden(16).with_steps(2).with_proj(8).with_mlp(16).with_seed(3));
     train_options o;
     o.with_il(0).with_rl(64).with_batch(4).with_seed(1).with_model(sim_model::simple);
     o.self_imitation = 2;
     o.self_imitation_gate = gate;
-    o.temperature = temperature;
     o.eval_every = 0;
-    auto r = train(pol, pb, o);
-    return std::pair{r, pol.place(pb)};
+    return train(pol, pb, o);
   };
-  auto [open, open_p] = run(false, 1.0);
-  auto [gated, gated_p] = run(true, 1.0);
-  REQUIRE(gated.rl_updates == 16);
-  CHECK(open.self_imitation_updates == 16);
-  // The untrained greedy placement is worse than the first batch's best sample, so the gate opens at
-  // least once; after updates where the greedy policy places at least as well as every sample so far
-  // it stays shut (ungated, those updates would imitate too).
-  CHECK(gated.self_imitation_updates >= 1);
-  CHECK(gated.self_imitation_updates < 16);
-  CHECK(gated_p.device != open_p.device);
+  // Four devices: the untrained greedy placement is worse than the first batch's best sample, so
+  // the gate opens at least once. (How often after that depends on the trajectory, which differs
+  // between CPUs' BLAS kernels; not asserted.)
+  const cluster c4 = make_preset("doppler-paper:4");
+  auto open4 = run(c4, false);
+  auto gated4 = run(c4, true);
+  REQUIRE(gated4.rl_updates == 16);
+  CHECK(open4.self_imitation_updates == 16);
+  CHECK(gated4.self_imitation_updates >= 1);
+  CHECK(gated4.self_imitation_updates <= 16);
+  // One device: every order of the same ops has the same makespan (up to rounding), so no sample
+  // ever beats the greedy placement and the gate never opens; ungated, every update imitates.
+  const cluster c1 = make_preset("doppler-paper:1");
+  auto open1 = run(c1, false);
+  auto gated1 = run(c1, true);
+  REQUIRE(gated1.rl_updates == 16);
+  CHECK(open1.self_imitation_updates == 16);
+  CHECK(gated1.self_imitation_updates == 0);
 }
 
 TEST_CASE("several problems: batches take turns, the curve is in units of each cp") {
