@@ -170,7 +170,6 @@ TEST_CASE("self-imitation gate: only while the best sample beats the greedy plac
   REQUIRE(gated4.rl_updates == 16);
   CHECK(open4.self_imitation_updates == 16);
   CHECK(gated4.self_imitation_updates >= 1);
-  CHECK(gated4.self_imitation_updates <= 16);
   // One device: every order of the same ops has the same makespan (up to rounding), so no sample
   // ever beats the greedy placement and the gate never opens; ungated, every update imitates.
   const cluster c1 = make_preset("doppler-paper:1");
