@@ -2,6 +2,7 @@
 #include <doppler/learner/env.hpp>
 
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/tolerance.hpp>
 
 #include "placer_arrivals.hpp"  // runtime/src: the planned-aware arrival estimate cp and heft use
 
@@ -10,15 +11,6 @@
 #include <limits>
 
 namespace doppler::learner {
-
-namespace {
-
-/// cp's tie rule: equal up to a relative 1e-9.
-bool same(double a, double b) noexcept {
-  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
-}
-
-}  // namespace
 
 assignment_env::~assignment_env() = default;
 
@@ -129,7 +121,7 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
         fits_[d] && n_valid ? static_cast<float>((est_[d] - best) * s) : 0.0f;
     std::size_t smaller = 0;
     for (device_index k = 0; k < n_dev; ++k)
-      if (fits_[k] && est_[k] < est_[d] && !same(est_[k], est_[d])) ++smaller;
+      if (fits_[k] && clearly_less(est_[k], est_[d])) ++smaller;
     o[static_cast<int>(device_feature::est_rank)] =
         fits_[d] && n_valid ? static_cast<float>(smaller) / static_cast<float>(n_valid) : 0.0f;
     float same_work = 0, matched = 0;
@@ -162,7 +154,7 @@ void assignment_env::teacher_ops(std::vector<op_index>& out) const {
   double top = -1;
   for (op_index v : ready_) top = std::max(top, f_.bottom_level[v]);
   for (op_index v : ready_)
-    if (same(f_.bottom_level[v], top)) out.push_back(v);
+    if (nearly_equal(f_.bottom_level[v], top)) out.push_back(v);
 }
 
 void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out) const {
@@ -185,7 +177,7 @@ void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out)
   for (device_index d = 0; d < est_.size(); ++d)
     if (fits_[d]) best = std::min(best, est_[d]);
   for (device_index d = 0; d < est_.size(); ++d)
-    if (fits_[d] && same(est_[d], best)) out.push_back(d);
+    if (fits_[d] && nearly_equal(est_[d], best)) out.push_back(d);
 }
 
 bool assignment_env::interchangeable(device_index a, device_index b) const {

@@ -3,6 +3,7 @@
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/placer.hpp>
+#include <doppler/runtime/tolerance.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -346,7 +347,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
         // Gated: only while the best sample beats what the greedy policy places now, by more than
         // rounding (two orders of the same work can differ in the last bits of a makespan).
         const bool fire = !rs.self_episode[k].empty() &&
-                          (!opt.self_imitation_gate || rs.self_best[k] < cost(k, pol.place(q)) * (1 - 1e-9));
+                          (!opt.self_imitation_gate || clearly_less(rs.self_best[k], cost(k, pol.place(q))));
         for (int j = 0; fire && j < opt.self_imitation; ++j) pol.imitation_update(q, rs.self_episode[k]);
         if (fire) ++rs.sil_updates;
       }

@@ -1,6 +1,7 @@
 // The cluster model: validation, duplex expansion and all-pairs device routes.
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/tolerance.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -56,19 +57,15 @@ void check_within(double v, double lo, double hi, const char* unit, const char* 
 }
 
 /// Route quality: lower latency, then fewer hops, then wider bottleneck. Latencies within a relative
-/// 1e-9 count as equal, so sums taken in different orders do not decide a tie by rounding.
+/// 1e-9 count as equal (nearly_equal), so sums taken in different orders do not decide a tie by rounding.
 struct route_key {
   double latency = std::numeric_limits<double>::infinity();
   std::uint32_t hops = 0;
   double bandwidth = 0;
 };
 
-bool same_latency(double a, double b) {
-  return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b));
-}
-
 bool better(const route_key& a, const route_key& b) {
-  if (!same_latency(a.latency, b.latency)) return a.latency < b.latency;
+  if (!nearly_equal(a.latency, b.latency)) return a.latency < b.latency;
   if (a.hops != b.hops) return a.hops < b.hops;
   return a.bandwidth > b.bandwidth;
 }

@@ -12,6 +12,7 @@
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_algos.hpp>
+#include <doppler/runtime/tolerance.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -22,11 +23,6 @@
 namespace doppler {
 
 namespace {
-
-/// a and b equal up to a relative 1e-9 (bottom levels and start times are sums in different orders).
-bool same(double a, double b) noexcept {
-  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
-}
 
 struct ready_entry {
   double bl;
@@ -74,7 +70,7 @@ placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::
     // Select: every ready op of maximum bottom level, one of them at random.
     tied_ops.clear();
     const double top = ready.top().bl;
-    while (!ready.empty() && same(ready.top().bl, top)) {
+    while (!ready.empty() && nearly_equal(ready.top().bl, top)) {
       tied_ops.push_back(ready.top().v);
       ready.pop();
     }
@@ -98,7 +94,7 @@ placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::
     if (!std::isfinite(best)) mem.fail(v, "cp");
     tied_devs.clear();
     for (device_index d = 0; d < n_dev; ++d)
-      if (std::isfinite(est[d]) && same(est[d], best)) tied_devs.push_back(d);
+      if (std::isfinite(est[d]) && nearly_equal(est[d], best)) tied_devs.push_back(d);
     const device_index d = tied_devs[pick(tied_devs.size())];
 
     p.device[v] = d;

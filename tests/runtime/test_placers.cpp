@@ -5,6 +5,7 @@
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
+#include <doppler/runtime/tolerance.hpp>
 #include <doppler/runtime/transfer_plan.hpp>
 #include <doppler/runtime/workloads.hpp>
 
@@ -122,6 +123,22 @@ TEST_CASE("cp reports every tied op and device") {
   CHECK(p.device[dec[1].op] != p.device[dec[0].op]);
   // Step 3: j waits for both (end 1, transfer 1 from the other device): EST 2 on both → tie.
   CHECK(dec[2].tied_devices == std::vector<device_index>{0, 1});
+}
+
+TEST_CASE("the tie rule: sums in different orders are equal and real differences are not") {
+  // 0.1 + 0.2 and 0.3 differ in the last bit; cp must see them as a tie.
+  CHECK(0.1 + 0.2 != 0.3);
+  CHECK(nearly_equal(0.1 + 0.2, 0.3));
+  CHECK_FALSE(clearly_less(0.3, 0.1 + 0.2));
+  // A relative difference of 1e-6 is real, in both directions.
+  CHECK_FALSE(nearly_equal(1.0, 1.0 + 1e-6));
+  CHECK(clearly_less(1.0, 1.0 + 1e-6));
+  CHECK_FALSE(clearly_less(1.0 + 1e-6, 1.0));
+  // The tolerance is relative: it scales with the values, and 0 equals only 0.
+  CHECK(nearly_equal(1e12, 1e12 + 1e2));
+  CHECK_FALSE(nearly_equal(1e-12, 2e-12));
+  CHECK(nearly_equal(0.0, 0.0));
+  CHECK_FALSE(nearly_equal(0.0, 1e-300));
 }
 
 TEST_CASE("heft puts a chain on the fastest device and an independent pair on two devices") {
