@@ -13,7 +13,8 @@
 #   ARGS="..."     extra `doppler train` flags for every training, e.g. ARGS="--algorithm ppo" KINDS=dual
 #   SAMPLES=K      also a row "doppler best-of-K": the dual checkpoints with `compare --policy-samples K`
 #                  (best of the greedy and K sampled placements under the simulator), in OUTDIR/<graph>.K.json
-# Every training logs to OUTDIR/<graph>-<kind>-s<seed>.log (kept: a rerun skips finished ones);
+# Every training logs to OUTDIR/<graph>-<kind>-s<seed>.log (kept: a rerun skips finished ones, and
+# redoes a graph's compare only when its list of checkpoints changed, e.g. more SEEDS);
 # each compare writes OUTDIR/<graph>.json; the markdown table goes to stdout and OUTDIR/table.md.
 set -euo pipefail
 out=${1:?usage: $0 OUTDIR}
@@ -71,27 +72,30 @@ label() { case $1 in dual) echo doppler;; gdp) echo gdp-like;; placeto) echo pla
 for s in "${setups[@]}"; do
   IFS='|' read -r name file cluster model <<<"$s"
   wanted "$name" || continue
-  [[ -s $out/$name.json ]] && continue
   args=()
   for k in $kinds; do
     list=""
     for seed in $seeds; do list+="${list:+,}$out/$name-$k-s$seed.pt"; done
     args+=(--policy "$(label "$k")=$list")
   done
+  # A rerun keeps a compare only if it placed the same checkpoints (other SEEDS or KINDS redo it).
+  [[ -s $out/$name.json && "$(cat "$out/$name.policies" 2>/dev/null)" == "${args[*]}" ]] && continue
   "$bin" compare --graph "$file" --cluster "$cluster" --model "$model" --seeds 10 --budget 20000 \
     --methods cp,heft,m-etf,metis,search "${args[@]}" --json >"$out/$name.json.tmp"
   mv "$out/$name.json.tmp" "$out/$name.json"
+  printf '%s' "${args[*]}" >"$out/$name.policies"
 done
 if [[ -n ${SAMPLES:-} ]]; then
   for s in "${setups[@]}"; do
     IFS='|' read -r name file cluster model <<<"$s"
     wanted "$name" || continue
-    [[ -s $out/$name.$SAMPLES.json ]] && continue
     list=""
     for seed in $seeds; do list+="${list:+,}$out/$name-dual-s$seed.pt"; done
+    [[ -s $out/$name.$SAMPLES.json && "$(cat "$out/$name.$SAMPLES.policies" 2>/dev/null)" == "$list" ]] && continue
     "$bin" compare --graph "$file" --cluster "$cluster" --model "$model" --methods '' --policy "best-of-$SAMPLES=$list" \
       --policy-samples "$SAMPLES" --json >"$out/$name.$SAMPLES.json.tmp"
     mv "$out/$name.$SAMPLES.json.tmp" "$out/$name.$SAMPLES.json"
+    printf '%s' "$list" >"$out/$name.$SAMPLES.policies"
   done
 fi
 
