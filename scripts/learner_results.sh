@@ -69,21 +69,28 @@ done
 wait
 
 label() { case $1 in dual) echo doppler;; gdp) echo gdp-like;; placeto) echo placeto-like;; joint) echo joint;; *) echo "$1";; esac; }
+# placed JSON SPEC...: JSON is a compare whose learned rows placed exactly SPEC... ("label=a.pt,b.pt",
+# in order; compare records each learned row's checkpoints), so a rerun with other SEEDS or KINDS redoes it.
+placed() {
+  [[ -s $1 ]] || return 1
+  [[ "$(python3 -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r.get("learned"): print(r["method"] + "=" + ",".join(r["policies"]))' "$1")" == "$(printf '%s\n' "${@:2}")" ]]
+}
 for s in "${setups[@]}"; do
   IFS='|' read -r name file cluster model <<<"$s"
   wanted "$name" || continue
-  args=()
+  specs=() args=()
   for k in $kinds; do
     list=""
     for seed in $seeds; do list+="${list:+,}$out/$name-$k-s$seed.pt"; done
-    args+=(--policy "$(label "$k")=$list")
+    specs+=("$(label "$k")=$list")
+    args+=(--policy "${specs[-1]}")
   done
-  # A rerun keeps a compare only if it placed the same checkpoints (other SEEDS or KINDS redo it).
-  [[ -s $out/$name.json && "$(cat "$out/$name.policies" 2>/dev/null)" == "${args[*]}" ]] && continue
+  placed "$out/$name.json" "${specs[@]}" && continue
   "$bin" compare --graph "$file" --cluster "$cluster" --model "$model" --seeds 10 --budget 20000 \
     --methods cp,heft,m-etf,metis,search "${args[@]}" --json >"$out/$name.json.tmp"
   mv "$out/$name.json.tmp" "$out/$name.json"
-  printf '%s' "${args[*]}" >"$out/$name.policies"
 done
 if [[ -n ${SAMPLES:-} ]]; then
   for s in "${setups[@]}"; do
@@ -91,11 +98,10 @@ if [[ -n ${SAMPLES:-} ]]; then
     wanted "$name" || continue
     list=""
     for seed in $seeds; do list+="${list:+,}$out/$name-dual-s$seed.pt"; done
-    [[ -s $out/$name.$SAMPLES.json && "$(cat "$out/$name.$SAMPLES.policies" 2>/dev/null)" == "$list" ]] && continue
+    placed "$out/$name.$SAMPLES.json" "best-of-$SAMPLES=$list" && continue
     "$bin" compare --graph "$file" --cluster "$cluster" --model "$model" --methods '' --policy "best-of-$SAMPLES=$list" \
       --policy-samples "$SAMPLES" --json >"$out/$name.$SAMPLES.json.tmp"
     mv "$out/$name.$SAMPLES.json.tmp" "$out/$name.$SAMPLES.json"
-    printf '%s' "$list" >"$out/$name.$SAMPLES.policies"
   done
 fi
 
