@@ -133,11 +133,15 @@ for s in setups:
     scale, u = unit(j["lower_bound_s"])
     cells = []
     for m in placers + learned:
+        if m not in rows:  # a learned row this directory has no compare for (e.g. no SAMPLES run of this graph)
+            cells.append("—")
+            continue
         r = rows[m]
         c = cell(r, scale)
         cells.append(f"**{c}**" if not r["learned"] and r["makespan_s"] <= best * 1.0001 else c)
     d = rows["doppler"]["makespan_s"] if "doppler" in rows else float("nan")
     print(f"| {name} | {cluster} | {model} | {u} | {j['lower_bound_s'] * scale:.4g} | " + " | ".join(cells) +
           f" | {d / best:.3f} ({j['best_heuristic']}) | {d / rows['cp']['makespan_s']:.3f} |" +
-          (f" {rows[f'best-of-{samples}']['makespan_s'] / best:.3f} |" if f"best-of-{samples}" in rows else ""))
+          ("" if not samples else f" {rows[f'best-of-{samples}']['makespan_s'] / best:.3f} |"
+           if f"best-of-{samples}" in rows else " — |"))
 EOF
