@@ -232,6 +232,10 @@ void add_train(CLI::App& app) {
                   "this graph; saved in the checkpoint, used only when placing this graph again (0: off, the paper's "
                   "policy; 0.05 with --self-imitation 2 --temperature 1.5 in docs/learner.md)")
       ->check(finite_in(0, learner::policy_options::max_active_search))->capture_default_str();
+  cmd->add_flag("--sibling-feature", o->p.sibling,
+               "dual and joint: PLC also sees, per device, the compute already there of the ops sharing a consumer "
+               "with the op being placed, so it can co-locate an op with its consumers' other inputs (docs/learner.md, "
+               "\"The sibling feature\"; off: the paper's features); saved in the checkpoint");
   cmd->add_option("--init", o->init, "Start from this checkpoint (fine-tune, or go on training) instead of new weights");
   cmd->add_option("--checkpoint-every", o->checkpoint_every,
                   "Write OUTPUT.resume, the state an interrupted training continues from, after every this many "
@@ -305,6 +309,7 @@ void add_train(CLI::App& app) {
       if (given("--hint")) p.hint = o->p.hint;
       if (given("--hint-budget")) p.hint_budget = o->p.hint_budget;
       if (given("--active-search")) p.active_search = o->p.active_search;
+      if (given("--sibling-feature")) p.sibling = o->p.sibling;
       if (!given("--policy-kind")) o->kind = learner::policy_kind_name(p.kind);
       if (!given("--ablation")) o->ablation = learner::policy_ablation_name(p.ablation);
       o->t = t;
@@ -375,6 +380,9 @@ void add_train(CLI::App& app) {
                       ? "the checkpoint given with --init reads no hint; its network is sized for that"
                       : "the checkpoint given with --init reads the hint '" + pol.options().hint +
                             "'; its network is sized for it");
+    if (!o->init.empty() && cmd->count("--sibling-feature") > 0 && !pol.options().sibling)
+      throw error(errc::bad_argument, "", "--sibling-feature",
+                  "the checkpoint given with --init does not read the sibling feature; its network is sized without it");
     if (!o->init.empty() && cmd->count("--hint-budget") > 0 && pol.options().hint_budget != o->p.hint_budget)
       throw error(errc::bad_argument, "", "--hint-budget",
                   "the checkpoint given with --init computes its hints with budget " +
@@ -437,7 +445,8 @@ void add_train(CLI::App& app) {
                   {"--ppo-clip", t.ppo_clip}, {"--ppo-epochs", t.ppo_epochs}, {"--ppo-target-kl", t.ppo_target_kl},
                   {"--self-imitation", t.self_imitation}, {"--self-imitation-gate", t.self_imitation_gate},
                   {"eval_every", t.eval_every}, {"--seed", t.seed}, {"--policy-kind", o->kind}, {"--ablation", o->ablation},
-                  {"--hint", pol.options().hint}, {"--active-search", pol.options().active_search}};
+                  {"--hint", pol.options().hint}, {"--active-search", pol.options().active_search},
+                  {"--sibling-feature", pol.options().sibling}};
     }
     if (o->resume) check_resume_settings(resume_path, resume_settings, settings);
     const auto& po = pol.options();

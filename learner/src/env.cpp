@@ -66,6 +66,8 @@ assignment_env::assignment_env(const graph& g, const cluster& c, const cost_mode
     if (missing_[v] == 0) ready_.push_back(v);
   }
   p_.device.assign(n, 0);
+  placed_.assign(n, 0);
+  sibling_.assign(n_dev, 0.0);
   p_.order.reserve(n);
   p_.method = "doppler";
 }
@@ -101,6 +103,10 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
       ++n_valid;
     }
   const double s = 1.0 / f_.time_scale;
+  std::fill(sibling_.begin(), sibling_.end(), 0.0);
+  for (op_index x : g_.succs(v))
+    for (op_index u : g_.preds(x))
+      if (u != v && placed_[u]) sibling_[p_.device[u]] += f_.node_cost[u];
   for (device_index d = 0; d < n_dev; ++d) {
     double pred_compute = 0, first = std::numeric_limits<double>::infinity(), last = 0;
     bool any = false;
@@ -134,6 +140,7 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
     }
     o[static_cast<int>(device_feature::hint_same)] = same_work;
     o[static_cast<int>(device_feature::hint_match)] = matched;
+    o[static_cast<int>(device_feature::sibling_work)] = static_cast<float>(sibling_[d] * s);
     valid[d] = fits_[d];
   }
   return n_valid;
@@ -203,6 +210,7 @@ void assignment_env::assign(op_index v, device_index d) {
                 "learner: op " + g_[v].id + " does not fit on device " + c_[d].id);
   }
   ready_.erase(it);
+  placed_[v] = 1;
   if (teacher_) {  // the first op of an unmatched teacher device on an unmatched device matches them
     const device_index t = teacher_->device[v];
     if (!teacher_rank_.empty()) {

@@ -190,7 +190,10 @@ net_impl::net_impl(const policy_options& o) : opt(o) {
 torch::Tensor net_impl::read_columns(const torch::Tensor& feat) const {
   const int nin = opt.device_inputs();
   if (nin == device_feature_count) return feat;
-  return feat.slice(2, 0, nin).contiguous();  // the same values, in the layout of the full width
+  if (!opt.sibling)  // a prefix of the columns
+    return feat.slice(2, 0, nin).contiguous();  // the same values, in the layout of the full width
+  const auto cols = opt.device_columns();
+  return feat.index_select(2, torch::tensor(std::vector<std::int64_t>(cols.begin(), cols.end())));
 }
 
 torch::Tensor net_impl::path_sum(const torch::Tensor& hs, const std::vector<torch::Tensor>& jump, float scale) {

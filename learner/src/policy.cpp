@@ -112,6 +112,9 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(checked
       throw error(errc::unknown_kind, "learner: unknown hint placer '" + opt.hint + "' (auto, " + placer_list() + ")");
     if (opt.hint_budget < 1) throw error(errc::bad_argument, "learner: the hint budget must be >= 1");
   }
+  if (opt.sibling && is_baseline(opt.kind))
+    throw error(errc::bad_argument, "learner: the sibling feature is one of PLC's device features; policy kind " +
+                                        policy_kind_name(opt.kind) + " has none (dual or joint)");
   set_active_search(opt.active_search);
 }
 
@@ -235,12 +238,13 @@ std::pair<std::size_t, double> choose(std::span<const double> z, const rollout_o
 namespace {
 
 /// PLC's logit for one (op, device) from the cached terms and the device's dynamic features.
-/// `nin` = the columns the network reads (policy_options::device_inputs).
+/// `cols` = the columns the network reads (policy_options::device_columns).
 double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float* feat, const std::vector<float>& dev_sum,
-                 std::vector<float>& proj, int p, int m, int nin) {
+                 std::vector<float>& proj, int p, int m, std::span<const int> cols) {
+  const auto nin = cols.size();
   for (int i = 0; i < p; ++i) {
     float s = c.dev_b[i];
-    for (int k = 0; k < nin; ++k) s += c.dev_w[i * nin + k] * feat[k];
+    for (std::size_t k = 0; k < nin; ++k) s += c.dev_w[i * nin + k] * feat[cols[k]];
     proj[i] = std::max(s, 0.0f);
   }
   double logit = c.out_b;
@@ -254,7 +258,7 @@ double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float*
 
 /// One step of the single-policy ablation: PLC's network scores every (ready op, valid device) pair,
 /// one softmax over all of them picks both.
-void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, int p, int m, int nin,
+void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, int p, int m, std::span<const int> nin,
                 std::span<const op_index> ready, std::vector<float>& dev_sum, const rollout_options& o,
                 std::mt19937_64& rng, episode& ep, std::vector<op_index>& t_ops, std::vector<device_index>& t_devs) {
   const std::size_t t = env.steps();
@@ -318,7 +322,8 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   const auto& c = impl_->cached(pb);
   const auto& g = pb.g();
   const std::size_t n_dev = pb.c().device_count();
-  const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp, nin = impl_->opt.device_inputs();
+  const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp;
+  const auto nin = impl_->opt.device_columns();
   assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher(),
                      hint_for(pb));
   std::mt19937_64 rng(o.seed);

@@ -282,7 +282,8 @@ std::string policy::serialize() const {
                                        std::int64_t{static_cast<int>(o.kind)},
                                        std::int64_t{static_cast<int>(o.ablation)},
                                        std::int64_t{o.hint_budget},
-                                       std::int64_t{static_cast<int>(o.hint_model)}}));
+                                       std::int64_t{static_cast<int>(o.hint_model)},
+                                       std::int64_t{o.sibling ? 1 : 0}}));
     if (!o.hint.empty()) {  // the hint placer's name, as bytes
       std::vector<std::int64_t> bytes(o.hint.begin(), o.hint.end());
       ar.write("hint", torch::tensor(bytes));
@@ -347,6 +348,10 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
       if (a[5] < 0 || a[5] > static_cast<std::int64_t>(policy_ablation::plc_only))
         throw error(errc::bad_value, path, "", "unknown ablation " + std::to_string(a[5]));
       o.ablation = static_cast<policy_ablation>(a[5]);
+    }
+    if (opts.numel() > 8) {  // absent: no sibling feature (checkpoints before 2026-12-05)
+      if (a[8] != 0 && a[8] != 1) throw error(errc::bad_value, path, "", "sibling flag " + std::to_string(a[8]) + " is not 0 or 1");
+      o.sibling = a[8] == 1;
     }
     torch::Tensor hint;
     if (ar.try_read("hint", hint)) {  // absent: no hint

@@ -24,7 +24,8 @@ namespace doppler::learner {
 /// Columns of PLC's device features for op v on device d, in order (times divided by the graph's
 /// critical-path length `graph_features::time_scale`; est_gap and est_rank are additions to the
 /// paper's list that make cp's rule scale-free to learn; the two hint columns are 0 without a hint
-/// placement, and a policy without a hint does not read them — policy_options::hint):
+/// placement, and a policy without a hint does not read them — policy_options::hint; a policy reads
+// sibling_work only with policy_options::sibling):
 enum class device_feature : std::uint8_t {
   load,            ///< total compute already assigned to d
   pred_compute,    ///< compute of v's predecessors on d
@@ -37,8 +38,10 @@ enum class device_feature : std::uint8_t {
   hint_match,      ///< 1: d is the image of v's hint device t; neither matched yet (and d
                    ///< interchangeable with t): 0.5 when d is t itself, else 0.25; 0 otherwise
                    ///< (the matching as for a teacher, below)
+  sibling_work,    ///< compute on d of v's siblings: the other producers of v's consumers, once
+                   ///< per shared consumer (policy_options::sibling)
 };
-inline constexpr int device_feature_count = 9;
+inline constexpr int device_feature_count = 10;
 /// The columns a policy without a hint reads (the first ones).
 inline constexpr int device_feature_count_no_hint = 7;
 
@@ -126,7 +129,9 @@ class assignment_env {
   matching teacher_match_;
   const placement* hint_ = nullptr;  // null: no hint columns
   matching hint_match_;
-  std::vector<double> hint_work_;  // [hint device t][device d]: compute of ops with hint t on d
+  std::vector<double> hint_work_;
+  std::vector<double> sibling_;  // per device, for device_features' op
+  std::vector<std::uint8_t> placed_;  // per op: assigned yet  // [hint device t][device d]: compute of ops with hint t on d
   bool interchangeable(device_index a, device_index b) const;
   /// The first op of an unmatched placement device t assigned to an unmatched interchangeable d matches them.
   void match(matching& m, device_index t, device_index d) const;

@@ -89,8 +89,26 @@ struct policy_options {
   /// placed by the network alone. Dual only. 0 = off (the paper's policy).
   double active_search = 0;
   static constexpr double max_active_search = 10;
-  /// The device-feature columns the network reads: all of them with a hint, else the paper's.
-  int device_inputs() const noexcept { return hint.empty() ? device_feature_count_no_hint : device_feature_count; }
+  /// PLC also reads device_feature::sibling_work (env.hpp): the compute already on d of the ops
+  /// that share a consumer with v, so it can co-locate an op with the other inputs of its
+  /// consumers on purpose rather than through the greedy rule's tie-breaking (docs/learner.md, "The
+  /// sibling feature"). Any kind but the Placeto-/GDP-like baselines; saved in checkpoints. Off: the paper's inputs.
+  bool sibling = false;
+  /// The device-feature columns the network reads, in this order: the paper's (the first
+  /// device_feature_count_no_hint), the two hint columns with a hint, sibling_work with `sibling`.
+  std::vector<int> device_columns() const {
+    std::vector<int> cols;
+    for (int k = 0; k < device_feature_count_no_hint; ++k) cols.push_back(k);
+    if (!hint.empty()) {
+      cols.push_back(static_cast<int>(device_feature::hint_same));
+      cols.push_back(static_cast<int>(device_feature::hint_match));
+    }
+    if (sibling) cols.push_back(static_cast<int>(device_feature::sibling_work));
+    return cols;
+  }
+  int device_inputs() const noexcept {
+    return device_feature_count_no_hint + (hint.empty() ? 0 : 2) + (sibling ? 1 : 0);
+  }
 
   policy_options& with_kind(policy_kind k) { kind = k; return *this; }
   policy_options& with_ablation(policy_ablation a) { ablation = a; return *this; }
