@@ -45,7 +45,6 @@ assignment_env::assignment_env(const graph& g, const cluster& c, const cost_mode
       teacher_rank_.resize(n);
       teacher_queue_.resize(n_dev);
       teacher_next_.assign(n_dev, 0);
-      assigned_.assign(n, 0);
       for (std::size_t i = 0; i < teacher->order.size(); ++i) {
         const op_index v = teacher->order[i];
         teacher_rank_[v] = static_cast<std::uint32_t>(i);
@@ -66,7 +65,7 @@ assignment_env::assignment_env(const graph& g, const cluster& c, const cost_mode
     if (missing_[v] == 0) ready_.push_back(v);
   }
   p_.device.assign(n, 0);
-  placed_.assign(n, 0);
+  assigned_.assign(n, 0);
   sibling_.assign(n_dev, 0.0);
   p_.order.reserve(n);
   p_.method = "doppler";
@@ -106,7 +105,7 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
   std::fill(sibling_.begin(), sibling_.end(), 0.0);
   for (op_index x : g_.succs(v))
     for (op_index u : g_.preds(x))
-      if (u != v && placed_[u]) sibling_[p_.device[u]] += f_.node_cost[u];
+      if (u != v && assigned_[u]) sibling_[p_.device[u]] += f_.node_cost[u];
   for (device_index d = 0; d < n_dev; ++d) {
     double pred_compute = 0, first = std::numeric_limits<double>::infinity(), last = 0;
     bool any = false;
@@ -210,11 +209,10 @@ void assignment_env::assign(op_index v, device_index d) {
                 "learner: op " + g_[v].id + " does not fit on device " + c_[d].id);
   }
   ready_.erase(it);
-  placed_[v] = 1;
+  assigned_[v] = 1;
   if (teacher_) {  // the first op of an unmatched teacher device on an unmatched device matches them
     const device_index t = teacher_->device[v];
     if (!teacher_rank_.empty()) {
-      assigned_[v] = 1;
       auto& q = teacher_queue_[t];
       while (teacher_next_[t] < q.size() && assigned_[q[teacher_next_[t]]]) ++teacher_next_[t];
     }

@@ -121,7 +121,7 @@ class assignment_env {
   std::vector<std::uint32_t> teacher_rank_;  // position in teacher_->order (empty: no order)
   std::vector<std::vector<op_index>> teacher_queue_;  // per teacher device, its ops in order
   std::vector<std::size_t> teacher_next_;  // per teacher device, its first unassigned op in the queue
-  std::vector<std::uint8_t> assigned_;
+  std::vector<std::uint8_t> assigned_;  // per op: assigned yet
   /// A placement's devices matched to the episode's as it goes (-1: not yet).
   struct matching {
     std::vector<int> image, preimage;  // placement device -> episode device, and back
@@ -129,9 +129,8 @@ class assignment_env {
   matching teacher_match_;
   const placement* hint_ = nullptr;  // null: no hint columns
   matching hint_match_;
-  std::vector<double> hint_work_;
-  std::vector<double> sibling_;  // per device, for device_features' op
-  std::vector<std::uint8_t> placed_;  // per op: assigned yet  // [hint device t][device d]: compute of ops with hint t on d
+  std::vector<double> hint_work_;  // [hint device t][device d]: compute of ops with hint t on d
+  std::vector<double> sibling_;  // per device: sibling_work of device_features' op
   bool interchangeable(device_index a, device_index b) const;
   /// The first op of an unmatched placement device t assigned to an unmatched interchangeable d matches them.
   void match(matching& m, device_index t, device_index d) const;
