@@ -188,11 +188,8 @@ net_impl::net_impl(const policy_options& o) : opt(o) {
 }
 
 torch::Tensor net_impl::read_columns(const torch::Tensor& feat) const {
-  const int nin = opt.device_inputs();
-  if (nin == device_feature_count) return feat;
-  if (!opt.sibling)  // a prefix of the columns
-    return feat.slice(2, 0, nin).contiguous();  // the same values, in the layout of the full width
   const auto cols = opt.device_columns();
+  if (static_cast<int>(cols.size()) == device_feature_count) return feat;
   return feat.index_select(2, torch::tensor(std::vector<std::int64_t>(cols.begin(), cols.end())));
 }
 

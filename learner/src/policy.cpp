@@ -258,7 +258,7 @@ double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float*
 
 /// One step of the single-policy ablation: PLC's network scores every (ready op, valid device) pair,
 /// one softmax over all of them picks both.
-void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, int p, int m, std::span<const int> nin,
+void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, int p, int m, std::span<const int> cols,
                 std::span<const op_index> ready, std::vector<float>& dev_sum, const rollout_options& o,
                 std::mt19937_64& rng, episode& ep, std::vector<op_index>& t_ops, std::vector<device_index>& t_devs) {
   const std::size_t t = env.steps();
@@ -274,7 +274,7 @@ void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, 
     std::span<std::uint8_t> valid(&ep.pair_valid[(k0 + i) * n_dev], n_dev);
     env.device_features(ready[i], feat, valid);
     for (std::size_t d = 0; d < n_dev; ++d)
-      if (valid[d]) z[i * n_dev + d] = plc_logit(c, ready[i], d, &feat[d * nf], dev_sum, proj, p, m, nin) / tau;
+      if (valid[d]) z[i * n_dev + d] = plc_logit(c, ready[i], d, &feat[d * nf], dev_sum, proj, p, m, cols) / tau;
   }
   if (std::none_of(z.begin(), z.end(), [](double x) { return std::isfinite(x); }))
     env.assign(ready[0], 0);  // throws errc::infeasible naming the op
@@ -323,7 +323,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   const auto& g = pb.g();
   const std::size_t n_dev = pb.c().device_count();
   const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp;
-  const auto nin = impl_->opt.device_columns();
+  const auto cols = impl_->opt.device_columns();
   assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher(),
                      hint_for(pb));
   std::mt19937_64 rng(o.seed);
@@ -351,7 +351,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     ep.ready.insert(ep.ready.end(), ready.begin(), ready.end());
     ep.ready_off.push_back(static_cast<std::uint32_t>(ep.ready.size()));
     if (joint) {
-      joint_step(env, c, n_dev, p, m, nin, ready, dev_sum, o, rng, ep, t_ops, t_devs);
+      joint_step(env, c, n_dev, p, m, cols, ready, dev_sum, o, rng, ep, t_ops, t_devs);
       continue;
     }
     // SEL: static logits over the ready set (plc-only: the teacher's op, cp's order).
@@ -378,7 +378,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
         z[d] = -INFINITY;
         continue;
       }
-      double logit = plc_logit(c, v, d, &feat[d * nf], dev_sum, proj, p, m, nin);
+      double logit = plc_logit(c, v, d, &feat[d * nf], dev_sum, proj, p, m, cols);
       if (!c.plc_bias.empty()) logit += c.plc_bias[v * n_dev + d];
       z[d] = logit / tau;
     }

@@ -25,7 +25,7 @@ namespace doppler::learner {
 /// critical-path length `graph_features::time_scale`; est_gap and est_rank are additions to the
 /// paper's list that make cp's rule scale-free to learn; the two hint columns are 0 without a hint
 /// placement, and a policy without a hint does not read them — policy_options::hint; a policy reads
-// sibling_work only with policy_options::sibling):
+/// sibling_work only with policy_options::sibling):
 enum class device_feature : std::uint8_t {
   load,            ///< total compute already assigned to d
   pred_compute,    ///< compute of v's predecessors on d

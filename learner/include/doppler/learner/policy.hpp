@@ -106,9 +106,7 @@ struct policy_options {
     if (sibling) cols.push_back(static_cast<int>(device_feature::sibling_work));
     return cols;
   }
-  int device_inputs() const noexcept {
-    return device_feature_count_no_hint + (hint.empty() ? 0 : 2) + (sibling ? 1 : 0);
-  }
+  int device_inputs() const { return static_cast<int>(device_columns().size()); }
 
   policy_options& with_kind(policy_kind k) { kind = k; return *this; }
   policy_options& with_ablation(policy_ablation a) { ablation = a; return *this; }
