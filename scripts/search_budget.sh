@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # How far `search` (simulated annealing, docs/placers.md) gets with more simulations: issue 5's goal
 # is DOPPLER <= 0.90x the best placer, and on the Llama paper graphs the best placer is `search` at
-# the results table's budget (20 000 simulations), so the bar moves with that budget.
+# the results table's budget (20 000 simulations), so the bar moves with that budget. The graphs are
+# scripts/learner_results.sh's (the four Llama paper graphs, simple model; the generated Llama blocks
+# on p100x4 and dgx1-v100, wc model) less ChainMM and FFNN, whose placers reach the lower bound.
 #
 # Usage: scripts/search_budget.sh [OUTDIR]
 #   DOPPLER=path/to/doppler (default build/release/cli/doppler)
@@ -19,23 +21,30 @@ budgets=${BUDGETS:-20000 200000 2000000}
 seeds=${SEEDS:-0 1 2}
 mkdir -p "$out"
 P=workloads/doppler-paper
+"$bin" workload llama-block -q -o "$out/llama-block.json"
+"$bin" workload llama-block --preset llama-7b -q -o "$out/llama7b-block.json"
+# name | graph file | cluster | model
 setups=(
-  "llama-block-paper|$P/transformer_block_215nodes.txt|doppler-paper:4"
-  "llama-layer-paper|$P/full_transformer_layer_261nodes.txt|doppler-paper:4"
-  "llama-block-paper8|$P/8gpu_transformer_block.txt|doppler-paper:8"
-  "llama-layer-paper8|$P/8gpu_full_transformer.txt|doppler-paper:8"
+  "llama-block-paper|$P/transformer_block_215nodes.txt|doppler-paper:4|simple"
+  "llama-layer-paper|$P/full_transformer_layer_261nodes.txt|doppler-paper:4|simple"
+  "llama-block-paper8|$P/8gpu_transformer_block.txt|doppler-paper:8|simple"
+  "llama-layer-paper8|$P/8gpu_full_transformer.txt|doppler-paper:8|simple"
+  "llama-block-p100x4|$out/llama-block.json|p100x4|wc"
+  "llama-block-dgx1|$out/llama-block.json|dgx1-v100|wc"
+  "llama7b-block-p100x4|$out/llama7b-block.json|p100x4|wc"
+  "llama7b-block-dgx1|$out/llama7b-block.json|dgx1-v100|wc"
 )
 wanted() { [[ -z ${GRAPHS:-} ]] || [[ " $GRAPHS " == *" $1 "* ]]; }
 echo "$(date -u '+%F %T') UTC, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(git rev-parse --short HEAD 2>/dev/null || echo '?')" >&2
 
-makespan() {  # graph cluster placement -> seconds under the simple model
-  "$bin" simulate --graph "$1" --cluster "$2" --model simple --placement "$3" --json |
+makespan() {  # graph cluster model placement -> seconds
+  "$bin" simulate --graph "$1" --cluster "$2" --model "$3" --placement "$4" --json |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["makespan_s"])'
 }
 
 rows=()
 for s in "${setups[@]}"; do
-  IFS='|' read -r name file cluster <<<"$s"
+  IFS='|' read -r name file cluster model <<<"$s"
   wanted "$name" || continue
   starts=("heuristic=")
   for st in ${STARTS:-}; do [[ ${st%%:*} == "$name" ]] && starts+=("${st#*:}"); done
@@ -47,29 +56,30 @@ for s in "${setups[@]}"; do
       for seed in $seeds; do
         f=$out/$name-$label-b$b-s$seed.json
         if [[ ! -s $f ]]; then
-          "$bin" place --graph "$file" --cluster "$cluster" --model simple --method search --budget "$b" --seed "$seed" \
+          "$bin" place --graph "$file" --cluster "$cluster" --model "$model" --method search --budget "$b" --seed "$seed" \
             ${start:+--start "$start"} -o "$f.tmp" >/dev/null
           mv "$f.tmp" "$f"
         fi
-        vals+=("$(makespan "$file" "$cluster" "$f")")
+        vals+=("$(makespan "$file" "$cluster" "$model" "$f")")
       done
       row=$(python3 - "$b" "$base" "${vals[@]}" <<'EOF'
 import sys
 b, base, v = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3:]]
 m = sum(v) / len(v)
-print(f"{m:.1f}|{min(v):.1f}|{max(v):.1f}|{m / float(base) if base else 1.0:.3f}|{m}")
+scale, u = next((s, u) for s, u in ((1, "s"), (1e3, "ms"), (1e6, "µs")) if m * s >= 1 or u == "µs")
+print(f"{m * scale:.4g}|{min(v) * scale:.4g}|{max(v) * scale:.4g}|{m / float(base) if base else 1.0:.3f}|{m}|{u}")
 EOF
 )
-      IFS='|' read -r mean lo hi ratio raw <<<"$row"
+      IFS='|' read -r mean lo hi ratio raw unit <<<"$row"
       [[ -z $base ]] && base=$raw
       [[ $label == heuristic ]] && start_label="best heuristic" || start_label="$label"
-      rows+=("| $name | $start_label | $b | $mean | $lo | $hi | $ratio |")
-      echo "$name $label budget $b: mean $mean (min $lo, max $hi)" >&2
+      rows+=("| $name | $model | $start_label | $b | $unit | $mean | $lo | $hi | $ratio |")
+      echo "$name $label budget $b: mean $mean $unit (min $lo, max $hi)" >&2
     done
   done
 done
 {
-  echo "| graph | start | budget | mean (s) | min | max | mean / search at the first budget |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| graph | model | start | budget | unit | mean | min | max | mean / search at the first budget |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
 } | tee "$out/search_budget.md"
