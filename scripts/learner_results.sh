@@ -25,23 +25,7 @@ il=${IL:-200}
 rl=${RL:-2000}
 jobs=${JOBS:-1}
 mkdir -p "$out"
-P=workloads/doppler-paper
-"$bin" workload llama-block -q -o "$out/llama-block.json"
-"$bin" workload llama-block --preset llama-7b -q -o "$out/llama7b-block.json"
-
-# name | graph file | cluster | model
-setups=(
-  "chainmm|$P/chain_mm_112nodes.txt|doppler-paper:4|simple"
-  "ffnn|$P/ffnn_192nodes.txt|doppler-paper:4|simple"
-  "llama-block-paper|$P/transformer_block_215nodes.txt|doppler-paper:4|simple"
-  "llama-layer-paper|$P/full_transformer_layer_261nodes.txt|doppler-paper:4|simple"
-  "llama-block-paper8|$P/8gpu_transformer_block.txt|doppler-paper:8|simple"
-  "llama-layer-paper8|$P/8gpu_full_transformer.txt|doppler-paper:8|simple"
-  "llama-block-p100x4|$out/llama-block.json|p100x4|wc"
-  "llama-block-dgx1|$out/llama-block.json|dgx1-v100|wc"
-  "llama7b-block-p100x4|$out/llama7b-block.json|p100x4|wc"
-  "llama7b-block-dgx1|$out/llama7b-block.json|dgx1-v100|wc"
-)
+source "$(dirname "$0")/results_graphs.sh"
 wanted() { [[ -z ${GRAPHS:-} ]] || [[ " $GRAPHS " == *" $1 "* ]]; }
 
 echo "$(date -u '+%F %T') UTC, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg), $(git rev-parse --short HEAD 2>/dev/null || echo '?')" \

@@ -20,21 +20,9 @@ bin=${DOPPLER:-build/release/cli/doppler}
 budgets=${BUDGETS:-20000 200000 2000000}
 seeds=${SEEDS:-0 1 2}
 mkdir -p "$out"
-P=workloads/doppler-paper
-"$bin" workload llama-block -q -o "$out/llama-block.json"
-"$bin" workload llama-block --preset llama-7b -q -o "$out/llama7b-block.json"
-# name | graph file | cluster | model
-setups=(
-  "llama-block-paper|$P/transformer_block_215nodes.txt|doppler-paper:4|simple"
-  "llama-layer-paper|$P/full_transformer_layer_261nodes.txt|doppler-paper:4|simple"
-  "llama-block-paper8|$P/8gpu_transformer_block.txt|doppler-paper:8|simple"
-  "llama-layer-paper8|$P/8gpu_full_transformer.txt|doppler-paper:8|simple"
-  "llama-block-p100x4|$out/llama-block.json|p100x4|wc"
-  "llama-block-dgx1|$out/llama-block.json|dgx1-v100|wc"
-  "llama7b-block-p100x4|$out/llama7b-block.json|p100x4|wc"
-  "llama7b-block-dgx1|$out/llama7b-block.json|dgx1-v100|wc"
-)
-wanted() { [[ -z ${GRAPHS:-} ]] || [[ " $GRAPHS " == *" $1 "* ]]; }
+source "$(dirname "$0")/results_graphs.sh"
+# by default every graph but ChainMM and FFNN, whose placers sit on the lower bound
+wanted() { [[ -z ${GRAPHS:-} && $1 != chainmm && $1 != ffnn ]] || [[ " ${GRAPHS:-} " == *" $1 "* ]]; }
 echo "$(date -u '+%F %T') UTC, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(git rev-parse --short HEAD 2>/dev/null || echo '?')" >&2
 
 makespan() {  # graph cluster model placement -> seconds
