@@ -10,7 +10,11 @@
 // Moves that would overflow a device's memory (when respect_memory) are skipped without an
 // evaluation. A candidate of makespan m replaces the current one (makespan m0) if m ≤ m0, else with
 // probability exp(-(m - m0) / (T · m0)), T decaying geometrically from 0.05 to 1e-4 over the budget.
-// The best assignment seen is returned, so the result is never worse than the start.
+// When budget/20 proposals in a row bring no new best while the walk sits above the best, the walk
+// returns to the best assignment (the schedule goes on cooling): without it a long budget stays hot
+// long enough to wander out of a good basin for good, and a larger budget could end worse than a
+// smaller one (docs/placers.md). The best assignment seen is returned, so the result is never worse
+// than the start.
 
 #include "placer_common.hpp"
 
@@ -100,8 +104,19 @@ class search_placer final : public placer {
     std::vector<device_index> best = cur.device;
     const double t0 = 0.05, t1 = 1e-4;
     const int report_every = std::max(1, opt.budget / 100);
+    const int stall_limit = std::max(1, opt.budget / 20);
+    int stalled = 0;  // proposals since the last new best
     for (int k = 0; k < opt.budget; ++k) {
       if (opt.progress && k % report_every == 0) opt.progress(static_cast<double>(k) / opt.budget);
+      if (++stalled > stall_limit && cur_cost > best_cost) {  // return to the best assignment
+        for (op_index v = 0; v < n; ++v) {
+          mem.remove(cur.device[v], v);
+          mem.add(best[v], v);
+        }
+        cur.device = best;
+        cur_cost = best_cost;
+        stalled = 0;
+      }
       double temp = t0 * std::pow(t1 / t0, static_cast<double>(k) / opt.budget);
       // Propose: up to two ops change device (a, b); b == n means none.
       op_index a = any_op(), b = n;
@@ -137,6 +152,7 @@ class search_placer final : public placer {
         }
         cur_cost = cost;
         if (cost < best_cost) {
+          stalled = 0;
           best_cost = cost;
           best = cur.device;
         }
