@@ -2,7 +2,7 @@
 # How far `search` (simulated annealing, docs/placers.md) gets with more simulations: issue 5's goal
 # is DOPPLER <= 0.90x the best placer, and on the Llama paper graphs the best placer is `search` at
 # the results table's budget (20 000 simulations), so the bar moves with that budget. The graphs are
-# scripts/learner_results.sh's (the four Llama paper graphs, simple model; the generated Llama blocks
+# scripts/results_graphs.sh's (the four Llama paper graphs, simple model; the generated Llama blocks
 # on p100x4 and dgx1-v100, wc model) less ChainMM and FFNN, whose placers reach the lower bound.
 #
 # Usage: scripts/search_budget.sh [OUTDIR]

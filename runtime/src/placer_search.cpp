@@ -10,9 +10,10 @@
 // Moves that would overflow a device's memory (when respect_memory) are skipped without an
 // evaluation. A candidate of makespan m replaces the current one (makespan m0) if m ≤ m0, else with
 // probability exp(-(m - m0) / (T · m0)), T decaying geometrically from 0.05 to 1e-4 over the budget.
-// When budget/20 proposals in a row bring no new best while the walk sits above the best, the walk
-// returns to the best assignment (the schedule goes on cooling): without it a long budget stays hot
-// long enough to wander out of a good basin for good, and a larger budget could end worse than a
+// Return to the best: a counter of proposals since the last new best (or the last return); once it
+// passes budget/20 and the current assignment is worse than the best, the walk jumps back to the best
+// assignment and the counter restarts (the schedule goes on cooling). Without it a long budget stays
+// hot long enough to wander out of a good basin for good, and a larger budget could end worse than a
 // smaller one (docs/placers.md). The best assignment seen is returned, so the result is never worse
 // than the start.
 

@@ -405,7 +405,7 @@ TEST_CASE("metis: tiny graphs and lumpy targets print nothing on stdout and plac
 TEST_CASE("search returns to its best: a long budget does not end where a short one does better") {
   // The small generated Llama block on dgx1-v100: single's placement is the best heuristic start,
   // and search without the return to the best gave it back unchanged at 20 000 proposals on nine
-  // of ten seeds (seed 0 among them) while 5 000 found 4-6% better (docs/placers.md, "search").
+  // of ten seeds (seed 0 among them) while 5 000 found up to 5% better (docs/placers.md, "search").
   graph g = make_workload("llama-block", workload_params{});
   cluster c = make_preset("dgx1-v100");
   cost_model cm;
