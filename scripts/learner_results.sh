@@ -11,6 +11,9 @@
 #   KINDS="dual gdp"                             GRAPHS="..." a subset of the names below
 #   JOBS=1         trainings run at once (this script's machine has 2 cores)
 #   ARGS="..."     extra `doppler train` flags for every training, e.g. ARGS="--algorithm ppo" KINDS=dual
+#   TRAIN_ONLY=1   train and stop (no compare, no table): to give each kind its own ARGS in one
+#                  OUTDIR, e.g. KINDS=dual ARGS="..." TRAIN_ONLY=1, then KINDS=gdp TRAIN_ONLY=1, then
+#                  KINDS="dual gdp" (trains nothing more, compares both)
 #   SAMPLES=K      also a row "doppler best-of-K": the dual checkpoints with `compare --policy-samples K`
 #                  (best of the greedy and K sampled placements under the simulator), in OUTDIR/<graph>.K.json
 # Every training logs to OUTDIR/<graph>-<kind>-s<seed>.log (kept: a rerun skips finished ones, and
@@ -51,6 +54,7 @@ for s in "${setups[@]}"; do
   done
 done
 wait
+[[ ${TRAIN_ONLY:-0} == 1 ]] && exit 0
 
 label() { case $1 in dual) echo doppler;; gdp) echo gdp-like;; placeto) echo placeto-like;; joint) echo joint;; *) echo "$1";; esac; }
 # placed JSON SPEC...: JSON is a compare whose learned rows placed exactly SPEC... ("label=a.pt,b.pt",
