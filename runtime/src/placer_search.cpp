@@ -106,7 +106,7 @@ class search_placer final : public placer {
     const double t0 = 0.05, t1 = 1e-4;
     const int report_every = std::max(1, opt.budget / 100);
     const int stall_limit = std::max(1, opt.budget / 20);
-    int stalled = 0;  // proposals since the last new best
+    int stalled = 0;  // proposals since the last new best or the last return
     for (int k = 0; k < opt.budget; ++k) {
       if (opt.progress && k % report_every == 0) opt.progress(static_cast<double>(k) / opt.budget);
       if (++stalled > stall_limit && cur_cost > best_cost) {  // return to the best assignment
