@@ -148,11 +148,11 @@ void add_train(CLI::App& app) {
                   "own. With --teacher auto, phase I imitates it");
   cmd->add_option("--hint-budget", o->p.hint_budget, "search as the hint: simulator evaluations")
       ->capture_default_str();
-  cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--il-episodes", o->t.il_episodes, "Phase I (imitation) episodes")->check(CLI::Range(0, 1000000000))->capture_default_str();
+  cmd->add_option("--rl-episodes", o->t.rl_episodes, "Phase II (simulator RL) episodes")->check(CLI::Range(0, 1000000000))->capture_default_str();
   cmd->add_option("--real-episodes", o->t.real_episodes,
                   "Phase III episodes: makespans measured on the actor runtime (CPU backend); with several --graph "
-                  "files a total, batches taking turns, each graph run on its own cluster")->check(CLI::NonNegativeNumber)->capture_default_str();
+                  "files a total, batches taking turns, each graph run on its own cluster")->check(CLI::Range(0, 1000000000))->capture_default_str();
   cmd->add_option("--real-repeat", o->real_repeat, "Phase III: runs averaged per measured episode")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--real-check", o->real_check,
                   "Phase III's report: after writing the parameters, measure phase II's greedy placement and "

@@ -28,7 +28,10 @@ struct reader {
     for (const auto& [k, v] : j.items()) {
       bool ok = false;
       for (const char* name : known) ok = ok || k == name;
-      if (!ok) fail(errc::bad_value, path.empty() ? k : path + "." + k, "unknown key");
+      if (ok) continue;
+      std::string expected;
+      for (const char* name : known) expected += (expected.empty() ? "" : ", ") + std::string(name);
+      fail(errc::bad_value, path.empty() ? k : path + "." + k, "unknown key (expected one of: " + expected + ")");
     }
   }
   void number(const json& j, const std::string& path, const char* key, double& out, double lo, double hi) const {
