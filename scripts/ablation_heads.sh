@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5 head ablations at the budget of docs/learner.md's "Ablation" section: dual (re-run as
+# Issue 5 head ablations at the budget of docs/learner-experiments.md's "Ablation" section: dual (re-run as
 # reference), sel-only, plc-only (100 imitation + 300 RL episodes) and dual without imitation
 # (0 + 300, then 0 + 400), four 4-device paper graphs, seeds 0, 1, 2, run one after another.
 # Usage: scripts/ablation_heads.sh OUTDIR (DOPPLER=path/to/doppler, default build/release/cli/doppler;

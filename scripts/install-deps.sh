@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git python3
   libcaf-dev libtbb-dev doctest-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libeigen3-dev libopenblas-dev libbenchmark-dev libmetis-dev
   coinor-libcbc-dev coinor-libclp-dev

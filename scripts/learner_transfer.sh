@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's transfer experiments (docs/learner.md, "Transfer"), simple model, paper graphs:
+# Issue 5's transfer experiments (docs/learner-experiments.md, "Transfer"), simple model, paper graphs:
 #  A. train on FFNN (doppler-paper:4), then on the 4-device Llama block: zero-shot (the FFNN policy's
 #     greedy placement), fine-tuned (`--init ffnn.pt`, FT_IL + FT_RL episodes) and from scratch with
 #     the same budget;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does phase III (REINFORCE on measured makespans) improve the measured makespan over phase II?
-# (issue 5, docs/learner.md "Phase III gain").
+# (issue 5, docs/learner-experiments.md "Phase III gain").
 #
 #   scripts/phase3_gain.sh [OUT_DIR]
 #

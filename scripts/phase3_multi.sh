@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Phase III on several graphs with one policy (issue 5, docs/learner.md "Phase III on two graphs"):
+# Phase III on several graphs with one policy (issue 5, docs/learner-experiments.md "Phase III on two graphs"):
 # does one phase III run over two graphs improve the measured makespan of both over phase II?
 #
 #   scripts/phase3_multi.sh [OUT_DIR]

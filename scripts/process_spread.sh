@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How much does one placement's measured makespan depend on the process that measures it?
-# (docs/cpu_backend.md "The host buffer cache, on and off"; docs/learner.md "The process effect, found")
+# (docs/cpu_backend.md "The host buffer cache, on and off"; docs/learner-experiments.md "The process effect, found")
 #
 #   scripts/process_spread.sh [OUT_DIR]
 #

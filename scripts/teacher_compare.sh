@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Phase I's teacher compared (docs/learner.md, "Teachers"): trains DOPPLER with each teacher on each
+# Phase I's teacher compared (docs/learner-experiments.md, "Teachers compared"): trains DOPPLER with each teacher on each
 # graph (imitation, then RL in the simulator) and prints, per graph and teacher, the teacher's own
 # simulated makespan (mean over the seeds: seeded placers' teachers differ per seed), the agreement after phase I and the greedy makespan after phases I and II,
 # means over the seeds, as a markdown table (stdout and OUTDIR/table.md).
