@@ -8,6 +8,7 @@
 # Usage: scripts/learner_results.sh OUTDIR
 #   DOPPLER=path/to/doppler (default build/release/cli/doppler)
 #   SEEDS="0 1 2"  training seeds per kind      IL=200 RL=2000  episodes of phases I and II
+#   BATCH=8        episodes per update (`train --batch`)
 #   KINDS="dual gdp"                             GRAPHS="..." a subset of the names below
 #   JOBS=1         trainings run at once (this script's machine has 2 cores)
 #   ARGS="..."     extra `doppler train` flags for every training, e.g. ARGS="--algorithm ppo" KINDS=dual
@@ -38,7 +39,7 @@ train() {  # name graph cluster model kind seed
   local log=$out/$1-$5-s$6.log
   [[ -s $log ]] && return 0
   "$bin" train --graph "$2" --cluster "$3" --model "$4" --policy-kind "$5" --il-episodes "$il" --rl-episodes "$rl" \
-    --batch 8 --seed "$6" ${ARGS:-} -o "$out/$1-$5-s$6.pt" --csv "$out/$1-$5-s$6.csv" >"$log.tmp" 2>&1
+    --batch "${BATCH:-8}" --seed "$6" ${ARGS:-} -o "$out/$1-$5-s$6.pt" --csv "$out/$1-$5-s$6.csv" >"$log.tmp" 2>&1
   mv "$log.tmp" "$log"
   echo "$1 $5 s$6: $(grep -o 'greedy [0-9.e+-]* s ([0-9.]*x cp' "$log")" >&2
 }
