@@ -100,7 +100,7 @@ void add_train(CLI::App& app) {
   struct opts {
     std::vector<std::string> graphs;
     std::vector<std::string> clusters;
-    std::string model = "simple", out, csv, svg, init, best, costs, config, kind = "dual",
+    std::string model = "simple", out = "policy.pt", csv, svg, init, best, costs, config, kind = "dual",
         ablation = "none", transfers = "direct";
     int real_repeat = 1;
     int real_check = 5;
@@ -116,12 +116,12 @@ void add_train(CLI::App& app) {
   auto o = std::make_shared<opts>();
   cmd->add_option("--graph", o->graphs,
                   "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file; several (--graph a b, or repeated) "
-                  "train one policy on all of them, the update batches taking turns")
-      ->required();
+                  "train one policy on all of them, the update batches taking turns" +
+                      std::string(default_graph_help));
   cmd->add_option("--cluster", o->clusters,
                   "Cluster: a doppler-cluster/1 file or a preset name; with several --graph files, one for all "
                   "or one per graph (in order)")
-      ->required();
+      ->default_str(default_cluster);
   cmd->add_option("--model", o->model, "Simulator model scoring phase II: simple (the paper's) or wc")->capture_default_str();
   cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
   cmd->add_option("--transfers", o->transfers,
@@ -247,7 +247,7 @@ void add_train(CLI::App& app) {
                 "Continue the training OUTPUT.resume was saved from (the same command, plus --resume): phases I "
                 "and II go on where they stopped with the same episodes, updates and result as an uninterrupted "
                 "run; an interrupted phase III starts over");
-  cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->required();
+  cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement; and graph, with several --graph)");
   cmd->add_option("--svg", o->svg, "Training curve plot");
   cmd->add_option("--best", o->best, "Write the best placement found (doppler-placement/1; of the first --graph)");
@@ -260,7 +260,11 @@ void add_train(CLI::App& app) {
     check_output_path(o->svg, "--svg");
     check_output_path(o->best, "--best");
     std::vector<graph> graphs;
+    if (o->graphs.empty()) graphs.push_back(load_graph_or_default(""));
     for (const auto& path : o->graphs) graphs.push_back(load_graph(path));
+    // How the reports name graph k.
+    auto graph_name = [&](std::size_t k) -> std::string { return o->graphs.empty() ? default_graph_label : o->graphs[k]; };
+    if (o->clusters.empty()) o->clusters.push_back(default_cluster);
     const graph& g = graphs.front();
     const std::size_t n_graphs = graphs.size();
     if (o->clusters.size() != 1 && o->clusters.size() != n_graphs)
@@ -454,7 +458,7 @@ void add_train(CLI::App& app) {
         "train: graph {} ({} ops, {} edges){}, cluster {} ({} devices), model {}\n"
         "  policy: {}{}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}{}\n"
         "  phase I {} episodes (teacher {}, lr {}, eps {}->{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
-        o->graphs.front(), g.size(), g.edge_count(),
+        graph_name(0), g.size(), g.edge_count(),
         n_graphs > 1 ? fmt::format(" and {} more (the curve in units of each graph's cp)", n_graphs - 1) : std::string(),
         c.name() + (clusters.size() > 1 ? fmt::format(" and {} more", clusters.size() - 1) : std::string()),
         c.device_count(), o->model,
@@ -572,7 +576,7 @@ void add_train(CLI::App& app) {
       for (std::size_t k = 0; k < n_graphs; ++k) {
         const auto& q = r.per_problem[k];
         std::cout << fmt::format("graph {} ({} on {}): cp {:.6g} s, initial greedy {:.6g} s, greedy {:.6g} s ({:.3f}x cp){}\n", k,
-                                 o->graphs[k], cluster_of(k).name(), q.cp_makespan, q.initial_greedy_makespan, q.greedy_makespan,
+                                 graph_name(k), cluster_of(k).name(), q.cp_makespan, q.initial_greedy_makespan, q.greedy_makespan,
                                  q.greedy_makespan / q.cp_makespan,
                                  real > 0 ? fmt::format("; measured: cp {:.6g} s, greedy {:.6g} s -> {:.6g} s ({:.3f}x cp)",
                                                         real_res.graphs[k].cp, real_res.graphs[k].initial_greedy,

@@ -43,7 +43,7 @@ void add_calibrate_command(CLI::App& app);  // cmd_calibrate.cpp
 namespace {
 
 struct run_flags {
-  std::string graph_file, cluster_spec = "cpu:4", placement_file, method = "cp", mode = "wc", trace_file,
+  std::string graph_file, cluster_spec = default_cluster, placement_file, method = "cp", mode = "wc", trace_file,
       costs_file, backend = "cpu", scheduler = "stealing", transfers = "direct", plan_method = "greedy", refine;
   std::string learner, policy_file, save_policy;  // --learner: placements from a learner actor
   bool online = false;
@@ -133,7 +133,8 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
   }
   double final_sim = simulate(*g, e.cluster_model(), l.place(g), cm, sim_options{}).makespan;
   if (f.json) {
-    std::cout << nlohmann::json{{"graph", f.graph_file}, {"cluster", e.cluster_model().name()}, {"learner", l.name()},
+    const std::string graph_name = f.graph_file.empty() ? default_graph_label : f.graph_file;
+    std::cout << nlohmann::json{{"graph", graph_name}, {"cluster", e.cluster_model().name()}, {"learner", l.name()},
                                 {"explore", f.explore}, {"runs", runs}, {"explored", ol.explored()},
                                 {"best_s", ol.best_makespan()}, {"final_greedy_simulated_s", final_sim}}
                      .dump()
@@ -177,7 +178,8 @@ void run_command(const run_flags& f) {
   if (f.mode == "bsp") mode = exec_mode::bsp;
   else if (f.mode != "wc") throw error(errc::bad_argument, "", "--mode", "unknown mode '" + f.mode + "' (wc, bsp)");
 
-  auto g = std::make_shared<const graph>(load_graph(f.graph_file));
+  auto g = std::make_shared<const graph>(load_graph_or_default(f.graph_file));
+  const std::string graph_name = f.graph_file.empty() ? default_graph_label : f.graph_file;
   cluster c = load_cluster_or_preset(f.cluster_spec);
   cost_model cm = f.costs_file.empty() ? cost_model() : cost_model::load(f.costs_file);
   learner_config lc;
@@ -233,7 +235,7 @@ void run_command(const run_flags& f) {
   if (!f.json)
     std::cout << fmt::format("run: graph {} ({} ops), cluster {} ({} devices), placement {}, mode {}, "
                              "streams {}, backend {}, scheduler {}, {} warm-up + {} measured runs\n",
-                             f.graph_file, g->size(), c.name(), c.device_count(), method, f.mode, f.streams,
+                             graph_name, g->size(), c.name(), c.device_count(), method, f.mode, f.streams,
                              f.backend, f.scheduler, f.warmup, f.repeat);
   run_options ro;
   ro.mode = mode;
@@ -277,7 +279,7 @@ void run_command(const run_flags& f) {
   double bytes = static_cast<double>(r.bytes_moved.back());
 
   if (f.json) {
-    nlohmann::json j{{"graph", f.graph_file},       {"cluster", c.name()},   {"method", method},
+    nlohmann::json j{{"graph", graph_name},       {"cluster", c.name()},   {"method", method},
                      {"mode", f.mode},              {"streams", f.streams},  {"repeat", f.repeat},
                      {"makespan_s", m},             {"makespan_std_s", sd},  {"makespan_min_s", r.min_makespan()},
                      {"makespan_max_s", r.max_makespan()}, {"makespans_s", ms}, {"simulated_s", simulated},
@@ -313,7 +315,8 @@ void add_run_commands(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Execute a placed graph on the actor runtime (real CPU kernels) and compare "
                                         "the measured makespan with the simulator's");
   auto f = std::make_shared<run_flags>();
-  cmd->add_option("--graph", f->graph_file, "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file")->required();
+  cmd->add_option("--graph", f->graph_file,
+                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help);
   cmd->add_option("--cluster", f->cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")
       ->capture_default_str();
   cmd->add_option("--placement", f->placement_file, "Placement (doppler-placement/1); default: place with --method");

@@ -33,7 +33,7 @@ namespace {
 
 /// Options every simulating command shares.
 struct sim_flags {
-  std::string graph_file, cluster_spec, costs_file, model = "wc", mode = "wc", transfers = "direct",
+  std::string graph_file, cluster_spec = default_cluster, costs_file, model = "wc", mode = "wc", transfers = "direct",
       plan_method = "greedy";
   int streams = 1;
   double chunk_bytes = 1 << 20;
@@ -41,8 +41,9 @@ struct sim_flags {
 };
 
 void add_sim_flags(CLI::App* cmd, sim_flags& f) {
-  cmd->add_option("--graph", f.graph_file, "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file")->required();
-  cmd->add_option("--cluster", f.cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")->required();
+  cmd->add_option("--graph", f.graph_file,
+                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help);
+  cmd->add_option("--cluster", f.cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")->capture_default_str();
   cmd->add_option("--model", f.model, "Simulator model: wc (work-conserving, link contention) or simple "
                                       "(the DOPPLER paper's simulator)")->capture_default_str();
   cmd->add_option("--mode", f.mode, "Execution mode: wc (work-conserving) or bsp (barrier per level)")
@@ -84,7 +85,7 @@ struct sim_setup {
 };
 
 sim_setup load_setup(const sim_flags& f) {
-  sim_setup s{load_graph(f.graph_file), load_cluster_or_preset(f.cluster_spec), load_costs(f), to_sim_options(f)};
+  sim_setup s{load_graph_or_default(f.graph_file), load_cluster_or_preset(f.cluster_spec), load_costs(f), to_sim_options(f)};
   if (f.transfers == "planned") {
     if (s.so.model != sim_model::wc)
       throw error(errc::bad_argument, "", "--transfers", "planned transfers need --model wc");

@@ -3,6 +3,7 @@
 // doppler::error for bad input, which main() turns into a message on stderr and exit code 2.
 
 #include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/graph.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -48,6 +49,19 @@ CLI::Validator non_negative();
 /// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per
 /// device); errc::bad_argument naming the flag otherwise (cmd_sim.cpp).
 void check_streams_flag(int streams);
+
+/// What a command works on when it is not told: a bare `doppler place`, `simulate`, `compare`, `run`
+/// or `train` places (runs, trains on) the generated Llama block on 4 virtual CPU devices.
+/// The graph without --graph: `path` loaded, or with an empty `path` the generated Llama block
+/// (`doppler workload llama-block`, its default parameters), with a note saying so on stderr
+/// (defaults.cpp).
+graph load_graph_or_default(const std::string& path);
+/// How commands name that graph in their reports.
+inline constexpr const char* default_graph_label = "llama-block (generated)";
+/// The --graph help suffix of those commands.
+inline constexpr const char* default_graph_help = " (default: the generated Llama block, `doppler workload llama-block`)";
+/// The cluster without --cluster: 4 virtual CPU devices, which this machine has.
+inline constexpr const char* default_cluster = "cpu:4";
 
 /// plan-comm, check-schedule, compare-comm (cmd_comm.cpp)
 void add_comm_commands(CLI::App& app);

@@ -40,6 +40,18 @@ TEST_CASE("doppler run --json: measured and simulated makespans, trace written")
   }
 }
 
+TEST_CASE("doppler run without --graph runs the generated Llama block on cpu:4") {
+  temp_dir t;
+  auto r = sh("cd '" + t.path.string() + "' && " + cli + " run --repeat 1 --json");
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("no --graph given") != std::string::npos);
+  auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  CHECK(j["graph"] == "llama-block (generated)");
+  CHECK(j["cluster"] == "cpu:4");
+  CHECK(j["makespan_s"].get<double>() > 0);
+}
+
 TEST_CASE("doppler run reports the host buffer cache and DOPPLER_HOST_CACHE_MB=0 turns it off") {
   temp_dir t;
   // dim 256 x seq 128 floats = 128 KiB per activation: above the cache's 64 KiB floor.

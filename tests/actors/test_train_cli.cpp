@@ -153,6 +153,25 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   check_refused(cli + " train --graph" + seventeen + " --cluster cpu:2 --real-episodes 2 -o " + (t / "k.pt"), "at most 16 graphs");
 }
 
+TEST_CASE("doppler train without --graph --cluster or -o trains on the generated Llama block on cpu:4") {
+  if (!shell::have_learner()) return;
+  temp_dir t;
+  const std::string in_t = "cd '" + t.path.string() + "' && " + cli;
+  auto r = sh(in_t + " train --il-episodes 4 --rl-episodes 4 --hidden 16 --steps 2");
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("no --graph given") != std::string::npos);
+  CHECK(r.out.find("train: graph llama-block (generated) (113 ops") != std::string::npos);
+  CHECK(r.out.find("cluster cpu:4 (4 devices)") != std::string::npos);
+  REQUIRE(fs::exists(t / "policy.pt"));
+  // The policy places the same default graph with nothing else given.
+  r = sh(in_t + " place --method doppler --policy policy.pt -o p.json");
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  std::ifstream in(t / "p.json");
+  CHECK(nlohmann::json::parse(in)["assignment"].size() == 113);
+}
+
 TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths are refused before any work") {
   if (!shell::have_learner()) return;
   temp_dir t;

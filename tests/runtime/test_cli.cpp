@@ -126,6 +126,36 @@ TEST_CASE("cli: place, simulate --json, simulate --runs, trace") {
   CHECK(r.out.find("utilization") != std::string::npos);
 }
 
+TEST_CASE("cli: bare place and simulate and compare work on the generated Llama block on cpu:4") {
+  temp_dir d;
+  // No --graph, --cluster or -o: the generated Llama block on 4 virtual CPU devices, placement.json.
+  auto r = run(d, "place");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.err.find("no --graph given: using the generated Llama block (113 ops") != std::string::npos);
+  auto p = nlohmann::json::parse(slurp(d / "placement.json"));
+  CHECK(p["format"] == "doppler-placement/1");
+  CHECK(p["method"] == "cp");
+  CHECK(p["assignment"].size() == 113);
+  // The same graph as `workload llama-block` writes, and the same cluster as cpu:4: equal reports.
+  REQUIRE(run(d, "workload llama-block -q -o g.json").rc == 0);
+  auto bare = run(d, "simulate --json");
+  auto given = run(d, "simulate --graph g.json --cluster cpu:4 --json");
+  REQUIRE_MESSAGE(bare.rc == 0, bare.err);
+  REQUIRE_MESSAGE(given.rc == 0, given.err);
+  auto jb = nlohmann::json::parse(bare.out), jg = nlohmann::json::parse(given.out);
+  CHECK(jb["devices"].size() == 4);
+  CHECK(jb["makespan_s"].get<double>() == jg["makespan_s"].get<double>());
+  CHECK(jb["lower_bound_s"].get<double>() == jg["lower_bound_s"].get<double>());
+  r = run(d, "compare --methods cp,heft --seeds 1 --json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out).dump().find("heft") != std::string::npos);
+  // A file that is not there is still an error, not the default.
+  r = run(d, "place --graph missing.json");
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("no --graph given") == std::string::npos);
+  CHECK(r.err.find("missing.json") != std::string::npos);
+}
+
 TEST_CASE("cli: simulate --transfers planned moves shared tensors by plan on dgx1-v100") {
   temp_dir d;
   REQUIRE(run(d, "workload llama-layer --dim 1024 --heads 8 --ffn 2752 --seq 512 --shards 8 -o g.json -q").rc == 0);
