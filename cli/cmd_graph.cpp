@@ -128,7 +128,7 @@ void add_graph_commands(CLI::App& app) {
     auto o = std::make_shared<opts>();
     std::string names;
     for (auto& n : workload_names()) names += "\n  " + n + ": " + workload_description(n);
-    cmd->add_option("name", o->name, "Generator:" + names)->required();
+    cmd->add_option("name", o->name, "Generator (none: list them):" + names);
     cmd->add_option("-o,--output", o->out, "Output file (default: NAME.json; '-' for stdout)");
     cmd->add_option("--preset", o->preset, "Named dimensions: llama-7b (dim 4096, 32 heads, FFN 11008, seq 2048)");
     cmd->add_option("--dim", o->p.dim, "Model (hidden) dimension")->capture_default_str();
@@ -143,7 +143,12 @@ void add_graph_commands(CLI::App& app) {
     cmd->add_option("--matrices", o->p.matrices, "chainmm: matrices in the chain")->capture_default_str();
     cmd->add_option("--dtype", o->dtype, "Element type: f32, bf16, f16")->capture_default_str();
     cmd->add_flag("-q,--quiet", o->quiet, "Do not print the summary");
-    cmd->callback([o, cmd] {
+    cmd->callback([o, cmd, names] {
+      if (o->name.empty()) {  // a bare `doppler workload` lists the generators
+        std::cout << "workload generators (doppler workload NAME [-o FILE]; --help for the parameters):" << names
+                  << "\n";
+        return;
+      }
       workload_params p = o->p;
       if (!o->preset.empty()) {
         if (o->preset != "llama-7b")

@@ -35,7 +35,11 @@ void write(const std::string& f, const std::string& text) { std::ofstream(f) << 
 
 TEST_CASE("cli: workload, validate, info --json, convert, cluster") {
   temp_dir d;
-  auto r = run(d, "workload llama-block -o g.json -q");
+  auto r = run(d, "workload");  // bare: lists the generators
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  for (const char* name : {"chainmm:", "ffnn:", "llama-block:", "llama-layer:", "moe-layer:"})
+    CHECK(r.out.find(name) != std::string::npos);
+  r = run(d, "workload llama-block -o g.json -q");
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   CHECK(fs::exists(d / "g.json"));
   r = run(d, "validate g.json");
