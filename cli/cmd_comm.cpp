@@ -156,7 +156,7 @@ void print_result(const comm::plan_result& r) {
 void add_plan_comm(CLI::App& app) {
   auto* cmd = app.add_subcommand("plan-comm", "Plan a collective or a demand file on a cluster (doppler-schedule/1)");
   struct opts {
-    std::string cluster = "dgx1-v100", tau = "fast", out, msccl, warm;
+    std::string cluster = "dgx1-v100", tau = "fast", out, msccl, warm, trace;
     demand_opts d;
     comm::plan_options p;
   };
@@ -172,6 +172,7 @@ void add_plan_comm(CLI::App& app) {
   cmd->add_flag("--switch-copy", o->p.switch_copy, "Switches may multicast");
   cmd->add_option("-o,--output", o->out, "Schedule file (default: none, summary only)");
   cmd->add_option("--msccl", o->msccl, "Also write the schedule as MSCCL XML");
+  cmd->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the schedule's α-β replay: every link's sends");
   cmd->add_option("--warm-start", o->warm,
                   "Re-plan: keep this previous schedule's sends of chunks still in the demand, plan the rest");
   cmd->add_option("--replan-epoch", o->p.replan_epoch,
@@ -201,6 +202,7 @@ void add_plan_comm(CLI::App& app) {
     comm::plan_result r = comm::plan(c, d, o->p);
     print_result(r);
     if (!o->out.empty()) comm::save_schedule(r.sched, c, o->out);
+    if (!o->trace.empty()) write_file_atomic(o->trace, comm::schedule_trace(c, r.sched, r.report));
     if (!o->msccl.empty()) {
       comm::network net(c, d.chunk_bytes, comm::epoch_mode::given, r.sched.epoch_seconds);
       comm::msccl_options m;
@@ -214,7 +216,7 @@ void add_plan_comm(CLI::App& app) {
 void add_check_schedule(CLI::App& app) {
   auto* cmd = app.add_subcommand("check-schedule", "Validate and replay a doppler-schedule/1 on a cluster");
   struct opts {
-    std::string cluster = "dgx1-v100", schedule;
+    std::string cluster = "dgx1-v100", schedule, trace;
     demand_opts d;
     bool no_switch_copy = false;
   };
@@ -223,6 +225,7 @@ void add_check_schedule(CLI::App& app) {
   cmd->add_option("--cluster", o->cluster, "Cluster file, preset, or h100-pod:N")->capture_default_str();
   add_demand_options(cmd, o->d);
   cmd->add_flag("--no-switch-copy", o->no_switch_copy, "Reject schedules where a switch multicasts");
+  cmd->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the α-β replay: every link's sends");
   cmd->callback([o] {
     cluster c = comm::load_comm_cluster(o->cluster);
     comm::schedule s = comm::load_schedule(o->schedule, c);
@@ -245,6 +248,10 @@ void add_check_schedule(CLI::App& app) {
     for (std::size_t g = 0; g < r.peak_buffer_bytes.size(); ++g)
       std::cout << (g ? ", " : "") << c[static_cast<device_index>(g)].id << " " << r.peak_buffer_bytes[g] / 1e6;
     std::cout << ")\n";
+    if (!o->trace.empty()) {
+      write_file_atomic(o->trace, comm::schedule_trace(c, s, r));
+      std::cout << "trace: " << o->trace << "\n";
+    }
   });
 }
 

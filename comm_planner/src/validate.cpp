@@ -65,6 +65,8 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
   replay_report rep;
   rep.sends = s.sends.size();
   rep.bytes_moved = static_cast<double>(s.sends.size()) * d.chunk_bytes;
+  rep.send_begin.assign(s.sends.size(), 0.0);
+  rep.send_end.assign(s.sends.size(), 0.0);
 
   auto path_of = [](std::size_t i) { return "sends[" + std::to_string(i) + "]"; };
   auto describe = [&](std::size_t i) {
@@ -99,6 +101,8 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
     double begin = std::max(start, link_free[send_link[i]]);
     double end = begin + d.chunk_bytes / t.bandwidth;
     link_free[send_link[i]] = end;
+    rep.send_begin[i] = begin;
+    rep.send_end[i] = end;
     if (net.is_switch(x.dst)) {
       switch_state& st = sw[key(x.dst, ci)];
       ++st.in;

@@ -130,3 +130,21 @@ TEST_CASE("comm cli: check-schedule refuses schedules that do not fit the cluste
   refused(d, "check-schedule topo.json --cluster p100x4", {"topo.json", "topology", "dgx1-v100"});
   refused(d, "check-schedule s.json --cluster p100x4 --chunk-bytes 2", {"s.json", "chunk_bytes"});
 }
+
+TEST_CASE("comm cli: plan-comm --trace and check-schedule --trace write the same Chrome trace") {
+  temp_dir d;
+  result r = run(d, "plan-comm --cluster dgx1-v100 --method greedy -o s.json --trace plan.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  r = run(d, "check-schedule s.json --cluster dgx1-v100 --trace check.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("trace: check.json") != std::string::npos);
+  const std::string plan = slurp(d / "plan.json");
+  CHECK(plan == slurp(d / "check.json"));
+  auto t = nlohmann::json::parse(plan);
+  auto s = nlohmann::json::parse(slurp(d / "s.json"));
+  std::size_t events = 0;
+  for (const auto& e : t["traceEvents"]) events += e["ph"] == "X";
+  CHECK(events == s["sends"].size());
+  CHECK(t["otherData"]["schedule"]["method"] == "greedy");
+  CHECK(t["otherData"]["makespan_s"].get<double>() > 0);
+}

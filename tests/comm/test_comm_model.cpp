@@ -6,6 +6,13 @@
 #include <doppler/comm/schedule.hpp>
 #include <doppler/comm/validate.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 using namespace doppler;
 using namespace doppler::comm;
 using namespace comm_fixtures;
@@ -127,6 +134,44 @@ TEST_CASE("validator accepts a hand-made optimal schedule and replays it") {
   CHECK(back.sends == s.sends);
   CHECK(back.epochs == 2);
   CHECK(back.epoch_seconds == 1);
+}
+
+TEST_CASE("schedule_trace: every send on its link's track at the replay's times") {
+  cluster c = line(3);
+  demand d = make_collective(c, collective::allgather, mb, 1);
+  schedule s = line_schedule();
+  replay_report r = validate_schedule(c, d, s);
+  // 1 MB over 1 MB/s links: every send takes 1 s; the epoch-1 relays wait for their chunk (at 1 s).
+  REQUIRE(r.send_begin.size() == s.sends.size());
+  CHECK(r.send_begin == std::vector<double>{0, 0, 0, 0, 1, 1});
+  CHECK(r.send_end == std::vector<double>{1, 1, 1, 1, 2, 2});
+  auto j = nlohmann::json::parse(schedule_trace(c, s, r));
+  std::map<int, std::string> link_of;  // pid -> process name
+  std::vector<nlohmann::json> sends;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") link_of[e["pid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] == "X") sends.push_back(e);
+  }
+  CHECK(link_of.size() == 4);  // the four directed links the sends use
+  REQUIRE(sends.size() == s.sends.size());
+  std::map<std::string, std::vector<std::pair<double, double>>> on_link;
+  for (const auto& e : sends) {
+    const std::string link = link_of.at(e["pid"].get<int>());
+    CHECK(link == "link " + e["args"]["from"].get<std::string>() + " -> " + e["args"]["to"].get<std::string>());
+    CHECK(e["name"] == "chunk " + std::to_string(e["args"]["chunk"].get<int>()));
+    CHECK(e["dur"].get<double>() == doctest::Approx(1e6));
+    on_link[link].emplace_back(e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  // gpu1 -> gpu2 carries chunk 1 in [0, 1 s), then relays chunk 0 in [1 s, 2 s).
+  CHECK(on_link["link gpu1 -> gpu2"] == std::vector<std::pair<double, double>>{{0, 1e6}, {1e6, 2e6}});
+  for (auto& [link, spans] : on_link)  // a link serves its sends one at a time
+    for (std::size_t k = 1; k < spans.size(); ++k) CHECK(spans[k].first >= spans[k - 1].second);
+  CHECK(j["otherData"]["makespan_s"].get<double>() == doctest::Approx(2.0));
+  CHECK(j["otherData"]["source"] == "simulator");
+  CHECK(j["otherData"]["schedule"]["method"] == "hand");
+  // A report of another schedule is refused, not read past its end.
+  replay_report empty;
+  expect_error([&] { schedule_trace(c, s, empty); }, errc::internal, "validate_schedule");
 }
 
 TEST_CASE("validator rejects broken schedules naming the first violated send") {

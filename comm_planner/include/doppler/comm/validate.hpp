@@ -9,6 +9,7 @@
 #include <doppler/comm/schedule.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace doppler::comm {
@@ -27,6 +28,9 @@ struct replay_report {
   std::size_t sends = 0;
   std::vector<double> peak_buffer_bytes;  ///< per device: max over epochs of live chunks × chunk bytes
   std::vector<std::int32_t> chunk_epochs; ///< per demand chunk: epoch its last destination holds it
+  /// Per send, in the schedule's order: the α-β replay's interval on its link, [begin, end) (the
+  /// chunk then arrives after the link's latency).
+  std::vector<double> send_begin, send_end;
 };
 
 /// Checks `s` against `d` on `net` (whose τ and chunk size must match the schedule's) and replays
@@ -36,6 +40,12 @@ struct replay_report {
 /// destination lacks a chunk at the end, or at `epochs` when the header claims fewer epochs than used.
 replay_report validate_schedule(const network& net, const demand& d, const schedule& s,
                                 const validate_options& opt = {});
+
+/// Chrome trace event JSON (FORMATS.md, "Trace") of the α-β replay `rep` of `s` (validate_schedule's
+/// report of it): one process per link that carries sends, each send a complete event "chunk K"
+/// over its replayed interval (args: chunk, epoch, from, to, bytes); `otherData` has makespan_s (the
+/// replay's end), source "simulator", and the schedule's method, demand, epochs and epoch_seconds.
+std::string schedule_trace(const cluster& c, const schedule& s, const replay_report& rep);
 
 /// Builds the network the schedule was made for (its τ and chunk size) and validates on it; an
 /// epoch length or chunk size outside the network's limits (max_hop_epochs, max_epoch_chunks) is a
