@@ -3,9 +3,9 @@
 // way a simulated or measured run is (runtime/src/trace.cpp writes those).
 #include <doppler/comm/validate.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/trace_json.hpp>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <iterator>
@@ -15,14 +15,8 @@
 
 namespace doppler::comm {
 
-namespace {
-
-std::string quote(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
-
-/// Shortest round-trip text of a time in microseconds.
-std::string micros(double seconds) { return fmt::format("{}", seconds * 1e6); }
-
-}  // namespace
+using trace_json::micros;
+using trace_json::quote;
 
 std::string schedule_trace(const cluster& c, const schedule& s, const replay_report& rep) {
   if (rep.send_begin.size() != s.sends.size() || rep.send_end.size() != s.sends.size())
@@ -42,12 +36,8 @@ std::string schedule_trace(const cluster& c, const schedule& s, const replay_rep
   std::string out;
   out.reserve(160 * s.sends.size() + 200 * pid.size() + 512);
   auto it = std::back_inserter(out);
-  out += "{\"traceEvents\": [\n";
-  bool first = true;
-  auto sep = [&] {
-    out += first ? "  " : ",\n  ";
-    first = false;
-  };
+  trace_json::event_list events(out);
+  auto sep = [&] { events.item(); };
   for (const auto& [link, id] : pid) {
     sep();
     fmt::format_to(it, R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": {}}}}})", id,
@@ -66,8 +56,9 @@ std::string schedule_trace(const cluster& c, const schedule& s, const replay_rep
                    micros(rep.send_end[i] - rep.send_begin[i]), x.chunk, x.epoch, quote(c.node_id(x.src)),
                    quote(c.node_id(x.dst)), s.chunk_bytes);
   }
+  events.close();
   fmt::format_to(it,
-                 "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {{\"makespan_s\": {}, \"source\": \"simulator\", "
+                 "\"displayTimeUnit\": \"ms\", \"otherData\": {{\"makespan_s\": {}, \"source\": \"simulator\", "
                  "\"cluster\": {}, \"schedule\": {{\"method\": {}, \"demand\": {}, \"epochs\": {}, "
                  "\"epoch_seconds\": {}, \"sends\": {}}}}}}}\n",
                  rep.simulated_seconds, quote(c.name()), quote(s.method), quote(s.demand_name), s.epochs,

@@ -3,6 +3,7 @@
 // that overlap on one process (several streams, or the simple model's uncontended transfers) go to
 // separate threads ("lanes"), since a viewer nests events of one thread.
 #include <doppler/runtime/sim.hpp>
+#include <doppler/runtime/trace_json.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,14 +14,16 @@
 
 namespace doppler {
 
-namespace {
+namespace trace_json {
 
 std::string quote(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
 
-/// Shortest round-trip text of a time in microseconds.
 std::string micros(double seconds) { return fmt::format("{}", seconds * 1e6); }
 
-}  // namespace
+}  // namespace trace_json
+
+using trace_json::micros;
+using trace_json::quote;
 
 std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, std::string_view source) {
   const std::size_t devices = c.device_count();
@@ -57,12 +60,8 @@ std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, 
   std::string out;
   out.reserve(200 * r.events.size() + 4096);
   auto it = std::back_inserter(out);
-  out += "{\"traceEvents\": [\n";
-  bool first = true;
-  auto sep = [&] {
-    out += first ? "  " : ",\n  ";
-    first = false;
-  };
+  trace_json::event_list events(out);
+  auto sep = [&] { events.item(); };
   // Metadata: names and a stable order for every device, and for every link that appears.
   std::vector<char> link_seen(c.links().size(), 0);
   for (const trace_event& e : r.events)
@@ -115,7 +114,8 @@ std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, 
                      micros(e.end - e.start), id_of(e.id), to_string(o.kind), o.bytes, quote(c[e.dst].id));
     }
   }
-  fmt::format_to(it, "\n], \"displayTimeUnit\": \"ms\", \"otherData\": {{\"makespan_s\": {}, \"source\": {}, "
+  events.close();
+  fmt::format_to(it, "\"displayTimeUnit\": \"ms\", \"otherData\": {{\"makespan_s\": {}, \"source\": {}, "
                      "\"cluster\": {}, \"graph\": {}, \"events\": {}}}}}\n",
                  r.makespan, quote(source), quote(c.name()), quote(g.name()), r.events.size());
   return out;
