@@ -202,7 +202,10 @@ void add_plan_comm(CLI::App& app) {
     comm::plan_result r = comm::plan(c, d, o->p);
     print_result(r);
     if (!o->out.empty()) comm::save_schedule(r.sched, c, o->out);
-    if (!o->trace.empty()) write_file_atomic(o->trace, comm::schedule_trace(c, r.sched, r.report));
+    if (!o->trace.empty()) {
+      write_file_atomic(o->trace, comm::schedule_trace(c, r.sched, r.report));
+      std::cout << "trace: " << o->trace << "\n";
+    }
     if (!o->msccl.empty()) {
       comm::network net(c, d.chunk_bytes, comm::epoch_mode::given, r.sched.epoch_seconds);
       comm::msccl_options m;

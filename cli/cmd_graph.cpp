@@ -14,6 +14,7 @@
 #include <doppler/runtime/workloads.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -144,11 +145,15 @@ void add_graph_commands(CLI::App& app) {
     cmd->add_option("--dtype", o->dtype, "Element type: f32, bf16, f16")->capture_default_str();
     cmd->add_flag("-q,--quiet", o->quiet, "Do not print the summary");
     cmd->callback([o, cmd, names] {
-      if (o->name.empty()) {  // a bare `doppler workload` lists the generators
+      std::size_t given = 0;
+      for (const CLI::Option* opt : cmd->get_options()) given += opt->count();
+      if (given == 0) {  // a bare `doppler workload` lists the generators
         std::cout << "workload generators (doppler workload NAME [-o FILE]; --help for the parameters):" << names
                   << "\n";
         return;
       }
+      if (o->name.empty())  // options but no generator (or an empty name): nothing to apply them to
+        throw error(errc::bad_argument, "", "name", "which generator? (" + fmt::format("{}", fmt::join(workload_names(), ", ")) + ")");
       workload_params p = o->p;
       if (!o->preset.empty()) {
         if (o->preset != "llama-7b")

@@ -117,8 +117,9 @@ void add_train(CLI::App& app) {
   cmd->add_option("--graph", o->graphs,
                   "Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file; several (--graph a b, or repeated) "
                   "train one policy on all of them, the update batches taking turns" +
-                      std::string(default_graph_help));
-  cmd->add_option("--cluster", o->clusters,
+                      std::string(default_graph_help))
+      ->check(graph_file_check());
+  auto* cluster_opt = cmd->add_option("--cluster", o->clusters,
                   "Cluster: a doppler-cluster/1 file or a preset name; with several --graph files, one for all "
                   "or one per graph (in order)")
       ->default_str(default_cluster);
@@ -133,7 +134,8 @@ void add_train(CLI::App& app) {
                   "runtime's measurements); a phase not listed runs no episodes")
       ->capture_default_str();
   cmd->add_option("--episodes", o->episodes,
-                  "Episodes of every listed phase whose own --il/--rl/--real-episodes flag is not given");
+                  "Episodes of every listed phase whose own --il/--rl/--real-episodes flag is not given")
+      ->check(CLI::Range(0, 1000000000));
   cmd->add_option("--teacher", o->teacher,
                   "Phase I's teacher: auto (the hint's placement with --hint, else cp, or single where that simulates faster), cp (the paper's "
                   "critical-path rule), another placer's placement (single, heft, m-etf, metis, search, ...), "
@@ -247,23 +249,31 @@ void add_train(CLI::App& app) {
                 "Continue the training OUTPUT.resume was saved from (the same command, plus --resume): phases I "
                 "and II go on where they stopped with the same episodes, updates and result as an uninterrupted "
                 "run; an interrupted phase III starts over");
-  cmd->add_option("-o,--output", o->out, "Checkpoint to write (atomically)")->capture_default_str();
+  auto* out_opt = cmd->add_option("-o,--output", o->out,
+                                  "Checkpoint to write (atomically); the default policy.pt is not overwritten unless "
+                                  "-o names it")
+                      ->capture_default_str();
   cmd->add_option("--csv", o->csv, "Training curve CSV (episode, phase, makespan, best, loss, agreement; and graph, with several --graph)");
   cmd->add_option("--svg", o->svg, "Training curve plot");
   cmd->add_option("--best", o->best, "Write the best placement found (doppler-placement/1; of the first --graph)");
   cmd->add_option("--config", o->config,
                   "Curriculum (doppler-curriculum/1 JSON, docs/learner.md); flags given explicitly override it");
-  cmd->callback([o, cmd] {
+  cmd->callback([o, cmd, cluster_opt, out_opt] {
     if (o->out == "-") throw error(errc::bad_argument, "", "--output", "a checkpoint is written to a file, not to stdout");
     check_output_path(o->out, "--output");
     check_output_path(o->csv, "--csv");
     check_output_path(o->svg, "--svg");
     check_output_path(o->best, "--best");
+    // A bare `doppler train` writes policy.pt, but never over one a longer training left there.
+    if (out_opt->count() == 0 && !o->resume && std::filesystem::exists(o->out))
+      throw error(errc::bad_argument, "", "--output",
+                  o->out + " exists: name it with -o to overwrite it, or give another file");
     std::vector<graph> graphs;
     if (o->graphs.empty()) graphs.push_back(load_graph_or_default(""));
     for (const auto& path : o->graphs) graphs.push_back(load_graph(path));
     // How the reports name graph k.
-    auto graph_name = [&](std::size_t k) -> std::string { return o->graphs.empty() ? default_graph_label : o->graphs[k]; };
+    auto graph_name = [&](std::size_t k) { return graph_label(o->graphs.empty() ? std::string() : o->graphs[k]); };
+    note_default_cluster(cluster_opt);
     if (o->clusters.empty()) o->clusters.push_back(default_cluster);
     const graph& g = graphs.front();
     const std::size_t n_graphs = graphs.size();

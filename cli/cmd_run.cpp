@@ -55,6 +55,7 @@ struct run_flags {
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
   double timeout = 600;
+  CLI::Option* cluster_option = nullptr;  // to tell a defaulted --cluster from a given one
   bool json = false, failover = false;
 };
 
@@ -133,8 +134,7 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
   }
   double final_sim = simulate(*g, e.cluster_model(), l.place(g), cm, sim_options{}).makespan;
   if (f.json) {
-    const std::string graph_name = f.graph_file.empty() ? default_graph_label : f.graph_file;
-    std::cout << nlohmann::json{{"graph", graph_name}, {"cluster", e.cluster_model().name()}, {"learner", l.name()},
+    std::cout << nlohmann::json{{"graph", graph_label(f.graph_file)}, {"cluster", e.cluster_model().name()}, {"learner", l.name()},
                                 {"explore", f.explore}, {"runs", runs}, {"explored", ol.explored()},
                                 {"best_s", ol.best_makespan()}, {"final_greedy_simulated_s", final_sim}}
                      .dump()
@@ -179,7 +179,8 @@ void run_command(const run_flags& f) {
   else if (f.mode != "wc") throw error(errc::bad_argument, "", "--mode", "unknown mode '" + f.mode + "' (wc, bsp)");
 
   auto g = std::make_shared<const graph>(load_graph_or_default(f.graph_file));
-  const std::string graph_name = f.graph_file.empty() ? default_graph_label : f.graph_file;
+  const std::string graph_name = graph_label(f.graph_file);
+  note_default_cluster(f.cluster_option);
   cluster c = load_cluster_or_preset(f.cluster_spec);
   cost_model cm = f.costs_file.empty() ? cost_model() : cost_model::load(f.costs_file);
   learner_config lc;
@@ -316,8 +317,9 @@ void add_run_commands(CLI::App& app) {
                                         "the measured makespan with the simulator's");
   auto f = std::make_shared<run_flags>();
   cmd->add_option("--graph", f->graph_file,
-                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help);
-  cmd->add_option("--cluster", f->cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")
+                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help)
+      ->check(graph_file_check());
+  f->cluster_option = cmd->add_option("--cluster", f->cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")
       ->capture_default_str();
   cmd->add_option("--placement", f->placement_file, "Placement (doppler-placement/1); default: place with --method");
   cmd->add_option("--method", f->method, "Placer when no --placement is given")->capture_default_str();

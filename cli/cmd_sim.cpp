@@ -38,12 +38,15 @@ struct sim_flags {
   int streams = 1;
   double chunk_bytes = 1 << 20;
   std::uint32_t max_chunks = 8;
+  CLI::Option* cluster_option = nullptr;  ///< to tell a defaulted --cluster from a given one
 };
 
 void add_sim_flags(CLI::App* cmd, sim_flags& f) {
   cmd->add_option("--graph", f.graph_file,
-                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help);
-  cmd->add_option("--cluster", f.cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")->capture_default_str();
+                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help)
+      ->check(graph_file_check());
+  f.cluster_option =
+      cmd->add_option("--cluster", f.cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")->capture_default_str();
   cmd->add_option("--model", f.model, "Simulator model: wc (work-conserving, link contention) or simple "
                                       "(the DOPPLER paper's simulator)")->capture_default_str();
   cmd->add_option("--mode", f.mode, "Execution mode: wc (work-conserving) or bsp (barrier per level)")
@@ -85,6 +88,7 @@ struct sim_setup {
 };
 
 sim_setup load_setup(const sim_flags& f) {
+  note_default_cluster(f.cluster_option);
   sim_setup s{load_graph_or_default(f.graph_file), load_cluster_or_preset(f.cluster_spec), load_costs(f), to_sim_options(f)};
   if (f.transfers == "planned") {
     if (s.so.model != sim_model::wc)

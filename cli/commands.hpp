@@ -51,17 +51,24 @@ CLI::Validator non_negative();
 void check_streams_flag(int streams);
 
 /// What a command works on when it is not told: a bare `doppler place`, `simulate`, `compare`, `run`
-/// or `train` places (runs, trains on) the generated Llama block on 4 virtual CPU devices.
-/// The graph without --graph: `path` loaded, or with an empty `path` the generated Llama block
-/// (`doppler workload llama-block`, its default parameters), with a note saying so on stderr
-/// (defaults.cpp).
+/// or `train` places (runs, trains on) the generated Llama block on 4 virtual CPU devices, and says
+/// so on stderr (defaults.cpp).
+/// The graph without --graph: `path` loaded, or with an empty `path` (the flag not given: the flag
+/// itself refuses an empty value, graph_file_check) the generated Llama block (`doppler workload
+/// llama-block`, its default parameters), with a note on stderr.
 graph load_graph_or_default(const std::string& path);
-/// How commands name that graph in their reports.
-inline constexpr const char* default_graph_label = "llama-block (generated)";
+/// How reports name the graph of `path` (empty: the generated default).
+std::string graph_label(const std::string& path);
 /// The --graph help suffix of those commands.
 inline constexpr const char* default_graph_help = " (default: the generated Llama block, `doppler workload llama-block`)";
-/// The cluster without --cluster: 4 virtual CPU devices, which this machine has.
+/// The cluster without --cluster: `cpu:4`, 4 virtual CPU devices (of whatever cores the host has).
 inline constexpr const char* default_cluster = "cpu:4";
+/// Prints a note on stderr when `cluster` (a command's --cluster option) was not given, so a
+/// forgotten --cluster is seen.
+void note_default_cluster(const CLI::Option* cluster);
+/// The check of --graph options: a path may not be empty (an unset shell variable would otherwise
+/// pick the default graph).
+CLI::Validator graph_file_check();
 
 /// plan-comm, check-schedule, compare-comm (cmd_comm.cpp)
 void add_comm_commands(CLI::App& app);

@@ -8,7 +8,8 @@
 # Usage: scripts/learner_results.sh OUTDIR
 #   DOPPLER=path/to/doppler (default build/release/cli/doppler)
 #   SEEDS="0 1 2"  training seeds per kind      IL=200 RL=2000  episodes of phases I and II
-#   BATCH=8        episodes per update (`train --batch`)
+#   BATCH=8        episodes per update (`train --batch`); a finished training is not redone when
+#                  BATCH or ARGS change: give such a run its own OUTDIR
 #   KINDS="dual gdp"                             GRAPHS="..." a subset of the names below
 #   JOBS=1         trainings run at once (this script's machine has 2 cores)
 #   ARGS="..."     extra `doppler train` flags for every training, e.g. ARGS="--algorithm ppo" KINDS=dual

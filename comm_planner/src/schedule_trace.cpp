@@ -20,7 +20,8 @@ using trace_json::quote;
 
 std::string schedule_trace(const cluster& c, const schedule& s, const replay_report& rep) {
   if (rep.send_begin.size() != s.sends.size() || rep.send_end.size() != s.sends.size())
-    throw error(errc::internal, "", "sends", "the replay report is not this schedule's (validate_schedule it first)");
+    throw error(errc::internal, "", "sends",
+                "the replay report has no interval for every send of this schedule (validate_schedule it first)");
   // One process per directed link that carries sends, in (src, dst) order; the replay serves a
   // link's sends one at a time, so one thread per process holds them all without overlap.
   std::map<std::pair<node_index, node_index>, std::size_t> pid;

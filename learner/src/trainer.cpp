@@ -93,6 +93,10 @@ void check_train_options(const train_options& o) {
   count("il_episodes", o.il_episodes, 0);
   count("rl_episodes", o.rl_episodes, 0);
   count("real_episodes", o.real_episodes, 0);
+  if (const long long total = static_cast<long long>(o.il_episodes) + o.rl_episodes + o.real_episodes;
+      total > L::max_episodes)
+    throw error(errc::bad_argument, "learner: train options il_episodes + rl_episodes + real_episodes = " +
+                                        std::to_string(total) + " is more than " + std::to_string(L::max_episodes));
   count("batch", o.batch, 1);
   count("real_batch", o.real_batch, 1);
   count("real_eval_every", o.real_eval_every, 0);

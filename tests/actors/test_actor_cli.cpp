@@ -46,8 +46,10 @@ TEST_CASE("doppler run without --graph runs the generated Llama block on cpu:4")
   CAPTURE(r.out);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("no --graph given") != std::string::npos);
-  auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
-  CHECK(j["graph"] == "llama-block (generated)");
+  // stdout's one JSON line is the last line (the notes on stderr come first).
+  const auto start = r.out.rfind('\n', r.out.size() - 2);
+  auto j = nlohmann::json::parse(r.out.substr(start == std::string::npos ? 0 : start + 1));
+  CHECK(j["graph"] == "generated:llama-block");
   CHECK(j["cluster"] == "cpu:4");
   CHECK(j["makespan_s"].get<double>() > 0);
 }

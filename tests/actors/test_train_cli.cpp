@@ -157,13 +157,21 @@ TEST_CASE("doppler train without --graph --cluster or -o trains on the generated
   if (!shell::have_learner()) return;
   temp_dir t;
   const std::string in_t = "cd '" + t.path.string() + "' && " + cli;
-  auto r = sh(in_t + " train --il-episodes 4 --rl-episodes 4 --hidden 16 --steps 2");
+  const std::string bare = in_t + " train --il-episodes 4 --rl-episodes 4 --hidden 16 --steps 2";
+  auto r = sh(bare);
   CAPTURE(r.out);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("no --graph given") != std::string::npos);
-  CHECK(r.out.find("train: graph llama-block (generated) (113 ops") != std::string::npos);
+  CHECK(r.out.find("no --cluster given: using cpu:4") != std::string::npos);
+  CHECK(r.out.find("train: graph generated:llama-block (113 ops") != std::string::npos);
   CHECK(r.out.find("cluster cpu:4 (4 devices)") != std::string::npos);
   REQUIRE(fs::exists(t / "policy.pt"));
+  // Again: the default output is not overwritten; named, it is.
+  const auto before = fs::last_write_time(t / "policy.pt");
+  check_refused(bare, "policy.pt exists: name it with -o to overwrite it");
+  CHECK(fs::last_write_time(t / "policy.pt") == before);
+  r = sh(bare + " -o policy.pt");
+  CHECK(r.code == 0);
   // The policy places the same default graph with nothing else given.
   r = sh(in_t + " place --method doppler --policy policy.pt -o p.json");
   CAPTURE(r.out);
@@ -195,6 +203,10 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
       {"--active-search -1" + ok, "--active-search"},
       {"--active-search 0.1 --policy-kind gdp" + ok, "--active-search"},
       {"--self-imitation-gate" + ok, "--self-imitation-gate"},
+      {"--il-episodes 2000000000" + ok, "--il-episodes: Value 2000000000 not in range 0 to 1000000000"},
+      {"--episodes 2000000000" + ok, "--episodes"},
+      {"--il-episodes 600000000 --rl-episodes 600000000" + ok, "is more than 1000000000"},
+      {"--graph ''" + ok, "--graph: an empty path"},
       {"-o " + (t / "missing/p.pt"), "does not exist"},
       {"--csv " + (t / "missing/c.csv") + ok, "--csv"},
       {"--best " + (t / "missing/b.json") + ok, "--best"},
@@ -208,7 +220,7 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
     CHECK(r.code == 2);
     CHECK(r.out.find(expected) != std::string::npos);
     CHECK(r.out.find("frame #") == std::string::npos);
-    CHECK(r.out.find("episode") == std::string::npos);  // refused before training (no progress line)
+    CHECK(r.out.find(" avg ") == std::string::npos);  // refused before training (no progress line)
     CHECK_FALSE(fs::exists(t / "p.pt"));
   }
   // A curriculum with an oversized network: the file and field named.

@@ -147,4 +147,19 @@ TEST_CASE("comm cli: plan-comm --trace and check-schedule --trace write the same
   CHECK(events == s["sends"].size());
   CHECK(t["otherData"]["schedule"]["method"] == "greedy");
   CHECK(t["otherData"]["makespan_s"].get<double>() > 0);
+  // Through switches (two DGX-H100-like nodes): every send has its event, switch links are tracks.
+  r = run(d, "plan-comm --cluster h100-pod:2 --method greedy -o pod.json --trace pod-trace.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.out.find("trace: pod-trace.json") != std::string::npos);
+  t = nlohmann::json::parse(slurp(d / "pod-trace.json"));
+  s = nlohmann::json::parse(slurp(d / "pod.json"));
+  events = 0;
+  bool switch_track = false;
+  for (const auto& e : t["traceEvents"]) {
+    events += e["ph"] == "X";
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      switch_track = switch_track || e["args"]["name"].get<std::string>().find("switch") != std::string::npos;
+  }
+  CHECK(events == s["sends"].size());
+  CHECK(switch_track);
 }

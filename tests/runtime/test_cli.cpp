@@ -39,6 +39,14 @@ TEST_CASE("cli: workload, validate, info --json, convert, cluster") {
   CHECK_MESSAGE(r.rc == 0, r.err);
   for (const char* name : {"chainmm:", "ffnn:", "llama-block:", "llama-layer:", "moe-layer:"})
     CHECK(r.out.find(name) != std::string::npos);
+  // Options without a generator (or an empty name) are an error, not the list.
+  for (const char* args : {"workload --dim 64 -o x.json", "workload ''"}) {
+    r = run(d, args);
+    CAPTURE(args);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("which generator? (chainmm, ffnn, llama-block, llama-layer, moe-layer)") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(d / "x.json"));
   r = run(d, "workload llama-block -o g.json -q");
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   CHECK(fs::exists(d / "g.json"));
@@ -136,6 +144,7 @@ TEST_CASE("cli: bare place and simulate and compare work on the generated Llama 
   auto r = run(d, "place");
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   CHECK(r.err.find("no --graph given: using the generated Llama block (113 ops") != std::string::npos);
+  CHECK(r.err.find("no --cluster given: using cpu:4") != std::string::npos);
   auto p = nlohmann::json::parse(slurp(d / "placement.json"));
   CHECK(p["format"] == "doppler-placement/1");
   CHECK(p["method"] == "cp");
@@ -150,14 +159,29 @@ TEST_CASE("cli: bare place and simulate and compare work on the generated Llama 
   CHECK(jb["devices"].size() == 4);
   CHECK(jb["makespan_s"].get<double>() == jg["makespan_s"].get<double>());
   CHECK(jb["lower_bound_s"].get<double>() == jg["lower_bound_s"].get<double>());
+  CHECK(given.err.find("no --cluster given") == std::string::npos);
   r = run(d, "compare --methods cp,heft --seeds 1 --json");
   REQUIRE_MESSAGE(r.rc == 0, r.err);
-  CHECK(nlohmann::json::parse(r.out).dump().find("heft") != std::string::npos);
-  // A file that is not there is still an error, not the default.
+  auto jc = nlohmann::json::parse(r.out);
+  CHECK(jc["cluster"] == "cpu:4");
+  REQUIRE(jc["rows"].size() == 2);
+  CHECK(jc["rows"][0]["method"] == "cp");
+  CHECK(jc["rows"][1]["method"] == "heft");
+  // A forgotten --cluster with a given graph is said out loud.
+  r = run(d, "simulate --graph g.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(r.err.find("no --cluster given: using cpu:4") != std::string::npos);
+  CHECK(r.err.find("no --graph given") == std::string::npos);
+  // A file that is not there is still an error, not the default; so is an empty path (an unset
+  // shell variable), which names the flag.
   r = run(d, "place --graph missing.json");
   CHECK(r.rc != 0);
   CHECK(r.err.find("no --graph given") == std::string::npos);
   CHECK(r.err.find("missing.json") != std::string::npos);
+  r = run(d, "place --graph '' -o e.json");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--graph: an empty path") != std::string::npos);
+  CHECK_FALSE(fs::exists(d / "e.json"));
 }
 
 TEST_CASE("cli: simulate --transfers planned moves shared tensors by plan on dgx1-v100") {

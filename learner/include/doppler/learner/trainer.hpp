@@ -126,6 +126,7 @@ inline constexpr double baseline_decay_max = 0.999999;          ///< min 0
 inline constexpr double ppo_clip_min = 1e-6, ppo_clip_max = 10;
 inline constexpr double ppo_target_kl_max = 100;            ///< min 0 (off)
 inline constexpr double select_margin_max = 100;                ///< real_select_margin (min 0)
+inline constexpr long long max_episodes = 1'000'000'000;        ///< il + rl + real episodes, together
 // lr_final, epsilons, gamma and advantage_floor lie in [0, 1].
 }  // namespace train_limits
 
