@@ -316,11 +316,7 @@ void add_run_commands(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Execute a placed graph on the actor runtime (real CPU kernels) and compare "
                                         "the measured makespan with the simulator's");
   auto f = std::make_shared<run_flags>();
-  cmd->add_option("--graph", f->graph_file,
-                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help)
-      ->check(graph_file_check());
-  f->cluster_option = cmd->add_option("--cluster", f->cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")
-      ->capture_default_str();
+  f->cluster_option = add_graph_cluster_options(cmd, f->graph_file, f->cluster_spec);
   cmd->add_option("--placement", f->placement_file, "Placement (doppler-placement/1); default: place with --method");
   cmd->add_option("--method", f->method, "Placer when no --placement is given")->capture_default_str();
   cmd->add_option("--mode", f->mode, "wc (work-conserving) or bsp (barrier per level)")->capture_default_str();

@@ -42,11 +42,7 @@ struct sim_flags {
 };
 
 void add_sim_flags(CLI::App* cmd, sim_flags& f) {
-  cmd->add_option("--graph", f.graph_file,
-                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help)
-      ->check(graph_file_check());
-  f.cluster_option =
-      cmd->add_option("--cluster", f.cluster_spec, "Cluster: a doppler-cluster/1 file or a preset name")->capture_default_str();
+  f.cluster_option = add_graph_cluster_options(cmd, f.graph_file, f.cluster_spec);
   cmd->add_option("--model", f.model, "Simulator model: wc (work-conserving, link contention) or simple "
                                       "(the DOPPLER paper's simulator)")->capture_default_str();
   cmd->add_option("--mode", f.mode, "Execution mode: wc (work-conserving) or bsp (barrier per level)")

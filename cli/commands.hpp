@@ -69,6 +69,9 @@ void note_default_cluster(const CLI::Option* cluster);
 /// The check of --graph options: a path may not be empty (an unset shell variable would otherwise
 /// pick the default graph).
 CLI::Validator graph_file_check();
+/// Registers a command's single --graph (with graph_file_check and the default named) and --cluster
+/// (default `cluster`'s value); returns the --cluster option for note_default_cluster.
+CLI::Option* add_graph_cluster_options(CLI::App* cmd, std::string& graph, std::string& cluster);
 
 /// plan-comm, check-schedule, compare-comm (cmd_comm.cpp)
 void add_comm_commands(CLI::App& app);

@@ -32,4 +32,12 @@ CLI::Validator graph_file_check() {
                         "PATH", "graph path");
 }
 
+CLI::Option* add_graph_cluster_options(CLI::App* cmd, std::string& graph, std::string& cluster) {
+  cmd->add_option("--graph", graph,
+                  std::string("Graph: doppler-graph/1 JSON or a DOPPLER paper .txt file") + default_graph_help)
+      ->check(graph_file_check());
+  return cmd->add_option("--cluster", cluster, "Cluster: a doppler-cluster/1 file or a preset name")
+      ->capture_default_str();
+}
+
 }  // namespace doppler::cli

@@ -38,18 +38,17 @@ std::string schedule_trace(const cluster& c, const schedule& s, const replay_rep
   out.reserve(160 * s.sends.size() + 200 * pid.size() + 512);
   auto it = std::back_inserter(out);
   trace_json::event_list events(out);
-  auto sep = [&] { events.item(); };
   for (const auto& [link, id] : pid) {
-    sep();
+    events.item();
     fmt::format_to(it, R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": {}}}}})", id,
                    quote("link " + c.node_id(link.first) + " -> " + c.node_id(link.second)));
-    sep();
+    events.item();
     fmt::format_to(it, R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "args": {{"sort_index": {}}}}})",
                    id, id);
   }
   for (std::size_t i : order) {
     const send& x = s.sends[i];
-    sep();
+    events.item();
     fmt::format_to(it,
                    R"({{"name": "chunk {}", "cat": "send", "ph": "X", "pid": {}, "tid": 1, "ts": {}, "dur": {}, )"
                    R"("args": {{"chunk": {}, "epoch": {}, "from": {}, "to": {}, "bytes": {}}}}})",

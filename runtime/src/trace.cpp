@@ -61,32 +61,31 @@ std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, 
   out.reserve(200 * r.events.size() + 4096);
   auto it = std::back_inserter(out);
   trace_json::event_list events(out);
-  auto sep = [&] { events.item(); };
   // Metadata: names and a stable order for every device, and for every link that appears.
   std::vector<char> link_seen(c.links().size(), 0);
   for (const trace_event& e : r.events)
     if (e.what == trace_event::kind::transfer) link_seen[e.where] = 1;
   for (device_index d = 0; d < devices; ++d) {
-    sep();
+    events.item();
     fmt::format_to(it, R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": {}}}}})",
                    d + 1, quote(c[d].id + " (" + std::string(to_string(c[d].kind)) + ")"));
-    sep();
+    events.item();
     fmt::format_to(it, R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "args": {{"sort_index": {}}}}})",
                    d + 1, d);
   }
   for (link_index l = 0; l < c.links().size(); ++l) {
     if (!link_seen[l]) continue;
     const link& lk = c.links()[l];
-    sep();
+    events.item();
     fmt::format_to(it, R"({{"name": "process_name", "ph": "M", "pid": {}, "args": {{"name": {}}}}})",
                    devices + l + 1, quote("link " + c.node_id(lk.src) + " -> " + c.node_id(lk.dst)));
-    sep();
+    events.item();
     fmt::format_to(it, R"({{"name": "process_sort_index", "ph": "M", "pid": {}, "args": {{"sort_index": {}}}}})",
                    devices + l + 1, devices + l);
   }
   for (const auto& [pid, count] : lanes_used)
     for (std::uint32_t k = 0; k < count; ++k) {
-      sep();
+      events.item();
       fmt::format_to(it, R"({{"name": "thread_name", "ph": "M", "pid": {}, "tid": {}, "args": {{"name": "{} {}"}}}})",
                      pid, k + 1, pid <= devices ? "stream" : "lane", k);
     }
@@ -99,7 +98,7 @@ std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, 
   for (std::uint32_t i : idx) {
     const trace_event& e = r.events[i];
     const op& o = g[e.id];
-    sep();
+    events.item();
     if (e.what == trace_event::kind::op) {
       fmt::format_to(it,
                      R"({{"name": {}, "cat": "op", "ph": "X", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )"

@@ -13,16 +13,15 @@ std::string quote(std::string_view s);
 /// Seconds as the trace's microseconds, in the shortest text that reads back to the same double.
 std::string micros(double seconds);
 
-/// The `{"traceEvents": [` array being written into `out`: item() adds the separator an element
-/// needs and returns `out` to append that element's JSON to; close() ends the array (the caller
-/// goes on with the top-level keys after it, e.g. `"otherData": {...}}`).
+/// The `{"traceEvents": [` array being written into `out`: item() adds the separator the next
+/// element needs (the caller then appends that element's JSON to `out`); close() ends the array
+/// (the caller goes on with the top-level keys after it, e.g. `"otherData": {...}}`).
 class event_list {
  public:
   explicit event_list(std::string& out) : out_(out) { out_ += "{\"traceEvents\": [\n"; }
-  std::string& item() {
+  void item() {
     out_ += first_ ? "  " : ",\n  ";
     first_ = false;
-    return out_;
   }
   void close() { out_ += "\n], "; }
 
