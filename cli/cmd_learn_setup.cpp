@@ -1,10 +1,16 @@
-// Flag interpretation of `doppler train` (learn_setup.hpp): phase I's teacher, --phases/--episodes.
+// Flag interpretation of `doppler train` (learn_setup.hpp): the curriculum merge, the checks of flag
+// combinations, --init's compatibility, phase I's teacher, --phases/--episodes, the settings --resume compares.
 #include "learn_setup.hpp"
 
+#include <doppler/learner/curriculum.hpp>
+#include <doppler/learner/doppler_learner.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -84,6 +90,130 @@ void select_phases(const std::string& list, int episodes, learner::train_options
       *counts[k] = 100;
     }
   }
+}
+
+void merge_curriculum(train_flags& o, const CLI::App& cmd) {
+  if (o.config.empty()) return;
+  auto cur = learner::load_curriculum(o.config);
+  auto given = [&cmd](const char* flag) { return cmd.count(flag) > 0; };
+  auto& t = cur.train;
+  auto& p = cur.policy;
+  if (given("--model")) t.sim.model = o.t.sim.model;
+  if (given("--il-episodes")) t.il_episodes = o.t.il_episodes;
+  if (given("--rl-episodes")) t.rl_episodes = o.t.rl_episodes;
+  if (given("--real-episodes")) t.real_episodes = o.t.real_episodes;
+  if (given("--batch")) t.batch = o.t.batch;
+  if (given("--real-batch")) t.real_batch = o.t.real_batch;
+  if (given("--real-eval-every")) t.real_eval_every = o.t.real_eval_every;
+  if (given("--real-confirm")) t.real_confirm = o.t.real_confirm;
+  if (given("--real-select-margin")) t.real_select_margin = o.t.real_select_margin;
+  if (given("--il-lr")) t.il_lr = o.t.il_lr;
+  if (given("--rl-lr")) t.rl_lr = o.t.rl_lr;
+  if (given("--entropy")) t.entropy = o.t.entropy;
+  if (given("--baseline-decay")) t.baseline_decay = o.t.baseline_decay;
+  if (given("--normalize-advantages")) t.normalize_advantages = o.t.normalize_advantages;
+  if (given("--advantage-floor")) t.advantage_floor = o.t.advantage_floor;
+  if (given("--self-imitation")) t.self_imitation = o.t.self_imitation;
+  if (given("--self-imitation-gate")) t.self_imitation_gate = o.t.self_imitation_gate;
+  if (given("--ppo-clip")) t.ppo_clip = o.t.ppo_clip;
+  if (given("--ppo-epochs")) t.ppo_epochs = o.t.ppo_epochs;
+  if (given("--ppo-target-kl")) t.ppo_target_kl = o.t.ppo_target_kl;
+  if (!given("--teacher")) o.teacher = cur.teacher;
+  if (!given("--teacher-budget")) o.teacher_budget = cur.teacher_budget;
+  if (!given("--algorithm")) o.algorithm = t.ppo ? "ppo" : "reinforce";
+  if (!given("--baseline")) o.baseline = std::string(learner::baseline_name(t.baseline));
+  if (given("--temperature")) t.temperature = o.t.temperature;
+  if (given("--seed")) t.seed = o.t.seed;
+  if (given("--hidden")) p.hidden = o.p.hidden;
+  if (given("--steps")) p.steps = o.p.steps;
+  if (given("--hint")) p.hint = o.p.hint;
+  if (given("--hint-budget")) p.hint_budget = o.p.hint_budget;
+  if (given("--active-search")) p.active_search = o.p.active_search;
+  if (given("--sibling-feature")) p.sibling = o.p.sibling;
+  if (!given("--policy-kind")) o.kind = learner::policy_kind_name(p.kind);
+  if (!given("--ablation")) o.ablation = learner::policy_ablation_name(p.ablation);
+  o.t = t;
+  o.p = p;
+  o.model = o.t.sim.model == sim_model::simple ? "simple" : "wc";
+}
+
+void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graphs) {
+  select_phases(o.phases, o.episodes, o.t, cmd);
+  if (cmd.count("--self-imitation-gate") > 0 && o.t.self_imitation == 0)
+    throw error(errc::bad_argument, "", "--self-imitation-gate", "gates self-imitation: needs --self-imitation N > 0");
+  learner::check_train_options(o.t);  // flags and curriculum merged: before any work
+  if (o.t.real_episodes > 0 && n_graphs > learner::doppler_learner_max_problems)
+    throw error(errc::bad_argument, "", "--graph",
+                "phase III keeps the state of at most " + std::to_string(learner::doppler_learner_max_problems) +
+                    " graphs; " + std::to_string(n_graphs) + " were given");
+  if (o.teacher_budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
+  if (o.p.hint_budget < 1) throw error(errc::bad_argument, "", "--hint-budget", "must be >= 1");
+  if (o.algorithm != "reinforce" && o.algorithm != "ppo")
+    throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o.algorithm + "' (reinforce, ppo)");
+  o.t.ppo = o.algorithm == "ppo";
+  try {
+    o.t.baseline = learner::parse_baseline(o.baseline);
+  } catch (const error& e) {
+    throw error(e.code(), "", "--baseline", e.reason());
+  }
+  o.p.seed = o.t.seed;
+  o.p.hint_model = o.t.sim.model;
+  o.p.kind = learner::parse_policy_kind(o.kind);
+  o.p.ablation = learner::parse_policy_ablation(o.ablation);
+  if (o.p.ablation != learner::policy_ablation::none && o.p.kind != learner::policy_kind::dual)
+    throw error(errc::bad_argument, "", "--ablation",
+                o.ablation + " ablates a head of the dual policy; policy kind " + o.kind + " has no SEL/PLC heads");
+  if (o.p.active_search > 0 && o.p.kind != learner::policy_kind::dual)
+    throw error(errc::bad_argument, "", "--active-search",
+                "offsets SEL's and PLC's logits; policy kind " + o.kind + " has no such heads (dual only)");
+}
+
+void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App& cmd) {
+  // The checkpoint's rate unless the flag (or the curriculum) sets one.
+  if (!o.resume && !o.init.empty() && (cmd.count("--active-search") > 0 || o.p.active_search > 0)) {
+    try {
+      pol.set_active_search(o.p.active_search);
+    } catch (const error& e) {
+      throw error(e.code(), "", "--active-search", e.reason());
+    }
+  }
+  if (!o.init.empty() && cmd.count("--ablation") > 0 && pol.options().ablation != o.p.ablation)
+    throw error(errc::bad_argument, "", "--ablation",
+                "the checkpoint given with --init has ablation " +
+                    learner::policy_ablation_name(pol.options().ablation));
+  if (!o.init.empty() && cmd.count("--hint") > 0 && pol.options().hint != o.p.hint)
+    throw error(errc::bad_argument, "", "--hint",
+                pol.options().hint.empty()
+                    ? "the checkpoint given with --init reads no hint; its network is sized for that"
+                    : "the checkpoint given with --init reads the hint '" + pol.options().hint +
+                          "'; its network is sized for it");
+  if (!o.init.empty() && cmd.count("--sibling-feature") > 0 && !pol.options().sibling)
+    throw error(errc::bad_argument, "", "--sibling-feature",
+                "the checkpoint given with --init does not read the sibling feature; its network is sized without it");
+  if (!o.init.empty() && cmd.count("--hint-budget") > 0 && pol.options().hint_budget != o.p.hint_budget)
+    throw error(errc::bad_argument, "", "--hint-budget",
+                "the checkpoint given with --init computes its hints with budget " +
+                    std::to_string(pol.options().hint_budget));
+}
+
+nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems,
+                              const learner::policy& pol) {
+  const auto& t = o.t;
+  std::vector<std::string> fps;
+  for (const auto& q : problems) fps.push_back(fmt::format("{:016x}", q.fingerprint()));
+  return {{"--graph/--cluster/--costs (fingerprints)", fps}, {"--model", o.model},
+          {"--transfers", o.transfers}, {"--teacher", o.teacher}, {"--teacher-budget", o.teacher_budget},
+          {"--il-episodes", t.il_episodes}, {"--rl-episodes", t.rl_episodes}, {"--batch", t.batch},
+          {"--il-lr", t.il_lr}, {"--rl-lr", t.rl_lr}, {"lr_final", t.lr_final},
+          {"il_epsilon", {t.il_epsilon, t.il_epsilon_final}}, {"rl_epsilon", t.rl_epsilon},
+          {"--entropy", {t.entropy, t.entropy_final}}, {"gamma", t.gamma}, {"--temperature", t.temperature},
+          {"--normalize-advantages", t.normalize_advantages}, {"--advantage-floor", t.advantage_floor},
+          {"--baseline-decay", t.baseline_decay}, {"--baseline", o.baseline}, {"--algorithm", o.algorithm},
+          {"--ppo-clip", t.ppo_clip}, {"--ppo-epochs", t.ppo_epochs}, {"--ppo-target-kl", t.ppo_target_kl},
+          {"--self-imitation", t.self_imitation}, {"--self-imitation-gate", t.self_imitation_gate},
+          {"eval_every", t.eval_every}, {"--seed", t.seed}, {"--policy-kind", o.kind}, {"--ablation", o.ablation},
+          {"--hint", pol.options().hint}, {"--active-search", pol.options().active_search},
+          {"--sibling-feature", pol.options().sibling}};
 }
 
 }  // namespace doppler::cli

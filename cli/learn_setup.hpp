@@ -1,6 +1,8 @@
 #pragma once
-// Flag interpretation of `doppler train` that is not the command's wiring (cmd_learn_setup.cpp):
-// phase I's teacher from --teacher, the episode counts from --phases / --episodes. doppler-learn only.
+// Flag interpretation of `doppler train` that is not the command's wiring (cmd_learn_setup.cpp): the
+// flags as parsed, the curriculum merged under them, the checks of flag combinations, --init's
+// compatibility, phase I's teacher from --teacher, the episode counts from --phases / --episodes,
+// and the settings --resume compares. doppler-learn only.
 
 #include <doppler/learner/trainer.hpp>
 #include <doppler/runtime/cluster.hpp>
@@ -9,11 +11,51 @@
 #include <doppler/runtime/placement.hpp>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace doppler::cli {
+
+/// `doppler train`'s flags as CLI11 parsed them (cmd_learn.cpp registers them, with their help).
+struct train_flags {
+  std::vector<std::string> graphs;
+  std::vector<std::string> clusters;
+  std::string model = "simple", out = "policy.pt", csv, svg, init, best, costs, config, kind = "dual",
+      ablation = "none", transfers = "direct";
+  int real_repeat = 1;
+  int real_check = 5;
+  int checkpoint_every = 500;
+  bool resume = false;
+  std::vector<std::string> real_stragglers;
+  std::string teacher = "auto", phases = "il,sim";
+  int teacher_budget = 2000, episodes = 0;
+  std::string algorithm = "reinforce", baseline = "mean";
+  learner::train_options t;
+  learner::policy_options p;
+};
+
+/// `--config`: the curriculum file's settings replace the defaults; a flag given explicitly
+/// (`cmd.count`) keeps its value. Nothing happens without --config.
+void merge_curriculum(train_flags& o, const CLI::App& cmd);
+
+/// After the merge and before any work: the phases' episode counts (select_phases), every check of
+/// flag combinations (throws errc::bad_argument naming the flag), and the parsed algorithm,
+/// baseline, policy kind and ablation into `o.t` / `o.p`. `n_graphs`: how many --graph were given.
+void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graphs);
+
+/// `--init`: the loaded checkpoint takes --active-search's rate when one is set; flags that
+/// contradict its network (--ablation, --hint, --sibling-feature, --hint-budget) are refused.
+void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App& cmd);
+
+/// What a training state records of this run, and --resume compares: every setting that changes
+/// phases I and II, flags by name; the graphs, clusters and costs by what the policy sees of them
+/// (the problems' fingerprints).
+nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems,
+                              const learner::policy& pol);
 
 /// Whether `--teacher` names a placement file: not cp, auto or a placer name (a placer name wins
 /// over a file of that name).
