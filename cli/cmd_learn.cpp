@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -364,6 +365,12 @@ void add_train(CLI::App& app) {
                                      : std::string()),
         o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);
+    // The kernels decide the numbers (cmd_learn_forward.cpp, pin_cpu_kernels): say which ran.
+    auto env_or = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v && *v ? std::string(v) : std::string("native");
+    };
+    std::cerr << fmt::format("  kernels: OpenBLAS {}, ATen {}\n", env_or("OPENBLAS_CORETYPE"), env_or("ATEN_CPU_CAPABILITY"));
     double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);
     const int real = o->t.real_episodes;
     if (!o->real_stragglers.empty() && real == 0)

@@ -6,9 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -178,6 +180,48 @@ TEST_CASE("doppler train without --graph --cluster or -o trains on the generated
   REQUIRE(r.code == 0);
   std::ifstream in(t / "p.json");
   CHECK(nlohmann::json::parse(in)["assignment"].size() == 113);
+}
+
+TEST_CASE("doppler train pins the CPU kernels where the CPU has AVX2 so every such machine trains the same policy") {
+  if (!shell::have_learner()) return;
+  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("ATEN_CPU_CAPABILITY") || std::getenv("DOPPLER_NATIVE_KERNELS"))
+    return;  // the caller chose kernels: the defaults are not what runs
+  temp_dir t;
+  const std::string train = cli + " train --cluster cpu:2 --il-episodes 4 --rl-episodes 24 --batch 4 --hidden 16 --steps 2 --seed 3 -o ";
+  auto plain = sh(train + (t / "a.pt"));
+  CAPTURE(plain.out);
+  REQUIRE(plain.code == 0);
+#if defined(__x86_64__)
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  const bool avx2 = false;
+#endif
+  CHECK(plain.out.find(avx2 ? "kernels: OpenBLAS Haswell, ATen avx2" : "kernels: OpenBLAS native, ATen native") !=
+        std::string::npos);
+  // The same training with the kernels named explicitly: the same numbers, line for line.
+  auto named = sh("OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 " + train + (t / "a.pt"));
+  REQUIRE(named.code == 0);
+  if (avx2) {
+    auto numbers = [](const std::string& out) {  // stdout's result lines, without timings and the path
+      std::string keep;
+      std::istringstream in(out);
+      for (std::string line; std::getline(in, line);)
+        if (line.starts_with("cp ") || line.starts_with("initial greedy")) keep += line + "\n";
+      return keep;
+    };
+    CHECK(!numbers(plain.out).empty());
+    CHECK(numbers(plain.out) == numbers(named.out));
+  }
+  // A kernel the user names is kept (Prescott: OpenBLAS's SSE3 kernels, on every x86-64); the
+  // opt-out keeps the CPU's own.
+  auto user = sh("OPENBLAS_CORETYPE=Prescott " + train + (t / "b.pt"));
+  CAPTURE(user.out);
+  REQUIRE(user.code == 0);
+  CHECK(user.out.find(avx2 ? "kernels: OpenBLAS Prescott, ATen avx2" : "kernels: OpenBLAS Prescott, ATen native") !=
+        std::string::npos);
+  auto native = sh("DOPPLER_NATIVE_KERNELS=1 " + train + (t / "c.pt"));
+  REQUIRE(native.code == 0);
+  CHECK(native.out.find("kernels: OpenBLAS native, ATen native") != std::string::npos);
 }
 
 TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths are refused before any work") {
