@@ -28,7 +28,7 @@ namespace doppler::cli {
 /// The variables must be set before the libraries load: here, before exec.
 void pin_cpu_kernels() {
   const char* native = std::getenv("DOPPLER_NATIVE_KERNELS");
-  if (native && std::string(native) != "0" && *native) return;
+  if (native && *native && std::string(native) != "0") return;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
   ::setenv("OPENBLAS_CORETYPE", "Haswell", 0);
