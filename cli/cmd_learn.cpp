@@ -7,7 +7,6 @@
 #include "learn_setup.hpp"
 
 #include <doppler/comm/multicast.hpp>
-#include <doppler/learner/curriculum.hpp>
 #include <doppler/learner/curve.hpp>
 #include <doppler/learner/doppler_learner.hpp>
 #include <doppler/learner/doppler_placer.hpp>
