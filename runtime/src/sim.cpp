@@ -1,4 +1,5 @@
-// The simulator's front door: option checks, per-op durations, model dispatch, the lower bound.
+// The simulator's front door: option checks, per-op durations, model dispatch (the lower bound is
+// in lower_bound.cpp).
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_algos.hpp>
 #include <doppler/runtime/sim.hpp>
@@ -12,7 +13,7 @@
 
 namespace doppler {
 
-namespace {
+namespace detail {
 
 void check_options(const sim_options& opt, const cluster& c) {
   if (opt.streams < 1 || opt.streams > max_streams)
@@ -45,7 +46,11 @@ double base_time(const op& o, const device& d, const cost_model& cm, sim_model m
   return cm.op_time(o, d);
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::base_time;
+using detail::check_options;
+using detail::slowdowns;
 
 sim_result simulate(const graph& g, const cluster& c, const placement& p, const cost_model& cm,
                     const sim_options& opt) {
@@ -78,56 +83,6 @@ sim_result simulate(const graph& g, const cluster& c, const placement& p, const 
                                              "and the cluster's speeds, bandwidths and latencies)",
                                              r.makespan));
   return r;
-}
-
-double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm,
-                            const sim_options& opt) {
-  check_options(opt, c);
-  if (g.size() == 0 || c.device_count() == 0) return 0;
-  auto slow = slowdowns(opt, c);
-  // Effective rates: a straggler computes at flops / slowdown.
-  double total_rate = 0;
-  device_index fastest = 0;
-  for (device_index d = 0; d < c.device_count(); ++d) {
-    double rate = c[d].flops / slow[d];
-    total_rate += rate;
-    if (rate > c[fastest].flops / slow[fastest]) fastest = d;
-  }
-  // Every op on the fastest device, no communication: the critical path. The same per-op times
-  // summed are the work; D devices of `streams` concurrent ops each finish it no faster than
-  // work-seconds-on-the-fastest × its rate / (Σ rates × streams).
-  int streams = opt.model == sim_model::simple ? 1 : opt.streams;
-  // An op's FLOP-equivalent work (time × rate) is the same on every device under the FLOP-only
-  // model; a memory term or an overhead does not shrink on a faster device, so its work is least on
-  // the slowest one, and that is what the bound may count.
-  bool flop_only = opt.model == sim_model::simple || cm.overhead() <= 0;
-  if (opt.model == sim_model::wc)
-    for (op_kind k : all_op_kinds())
-      if (cm.bandwidth(k) > 0) flop_only = false;
-  device_index slowest = 0;
-  for (device_index d = 0; d < c.device_count(); ++d)
-    if (c[d].flops / slow[d] < c[slowest].flops / slow[slowest]) slowest = d;
-  std::vector<double> t(g.size());
-  double work = 0;  // FLOP-equivalents: seconds on a 1 FLOP/s device
-  for (op_index v = 0; v < g.size(); ++v) {
-    t[v] = base_time(g[v], c[fastest], cm, opt.model) * slow[fastest];
-    work += flop_only ? t[v] * (c[fastest].flops / slow[fastest])
-                      : base_time(g[v], c[slowest], cm, opt.model) * slow[slowest] * (c[slowest].flops / slow[slowest]);
-  }
-  double cp = critical_path(g, t);
-  double bound = std::max(cp, work / (total_rate * streams));
-  // Host-core sharing: at most host_cores ops progress at full speed at any instant, none faster than
-  // on the fastest device.
-  if (opt.model == sim_model::wc && cm.host_cores() > 0) {
-    double seconds = 0;
-    for (double x : t) seconds += x;
-    bound = std::max(bound, seconds / cm.host_cores());
-  }
-  return bound;
-}
-
-double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm) {
-  return makespan_lower_bound(g, c, cm, sim_options{});
 }
 
 }  // namespace doppler

@@ -1,5 +1,6 @@
 #pragma once
-// Private parts shared by the simulator's models (sim.cpp, sim_wc.cpp, sim_simple.cpp).
+// Private parts shared by the simulator's models (sim.cpp, sim_wc.cpp, sim_simple.cpp) and the
+// lower bound (lower_bound.cpp).
 
 #include <doppler/runtime/sim.hpp>
 
@@ -24,6 +25,14 @@ struct sim_inputs {
     return std::lognormal_distribution<double>(-0.5 * jitter * jitter, jitter)(rng);
   }
 };
+
+/// Refuses options the simulator cannot run: streams, jitter, stragglers out of range; planned
+/// transfers with the simple model.
+void check_options(const sim_options& opt, const cluster& c);
+/// Per-device slowdown factors (1 where no straggler is named; several entries multiply).
+std::vector<double> slowdowns(const sim_options& opt, const cluster& c);
+/// Seconds of op `o` on device `d` under the model: the cost model for wc, raw FLOPs for simple.
+double base_time(const op& o, const device& d, const cost_model& cm, sim_model m) noexcept;
 
 /// The work-conserving model (`exec_mode::wc` or `bsp`), see docs/simulator.md.
 sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim_inputs& in,
