@@ -85,12 +85,17 @@ struct sim_result {
 sim_result simulate(const graph& g, const cluster& c, const placement& p, const cost_model& cm,
                     const sim_options& opt = {});
 
-/// Makespan lower bound: max(critical path with every op on the fastest device and no communication,
-/// total work / total FLOP/s), where an op's work is flops / efficiency[kind] (for synthetic ops: its
-/// flops). Valid for every placement of the `wc` model with one stream and no jitter.
+/// Makespan lower bound: the largest of the critical path (every op on the fastest device, no
+/// communication), total work / total FLOP/s (an op's work is flops / efficiency[kind]; synthetic ops:
+/// their flops) and the head/tail bound: an op every op with work depends on (the block's input) sits
+/// on one device, so the others start only once a tensor has reached them, and likewise they stop
+/// early enough to send their last result to the one device of an op every op with work feeds
+/// (docs/simulator.md, "Lower bound"). Valid for every placement of the `wc` model with one stream
+/// and no jitter.
 double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm);
-/// The same bound for the model, streams and stragglers of `opt`: `simple` ignores efficiencies,
-/// `streams` > 1 divides the work bound by the streams, straggler devices count at their slowed rate.
+/// The same bound for the model, streams, stragglers and transfers of `opt`: `simple` ignores
+/// efficiencies and latency, `streams` > 1 divides the work by the streams, straggler devices count at
+/// their slowed rate, planned transfers count only what every path into a device pays.
 /// Valid for every placement when `opt.jitter` is 0.
 double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm,
                             const sim_options& opt);
