@@ -7,6 +7,7 @@
 
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/sim.hpp>
+#include <doppler/runtime/workloads.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -187,6 +188,28 @@ void BM_sim_episode_10k_8dev(benchmark::State& state) {
   state.SetLabel(model == sim_model::wc ? "wc" : "simple");
 }
 BENCHMARK(BM_sim_episode_10k_8dev)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+/// The lower bound (with the head/tail passes) on the 10k-op graph and on a 8 881-op Llama stack
+/// (a source and a sink to pin), 8 devices; x_sim = its CPU time / one simulation of the same graph.
+void BM_lower_bound_8dev(benchmark::State& state) {
+  static const fixture llama = [] {
+    workload_params wp;
+    wp.layers = 60;
+    fixture f{make_workload("llama-layer", wp), make_preset("dgx1-v100"), {}};
+    f.p = random_placement(f.g, f.c, 11);
+    return f;
+  }();
+  const fixture& f = state.range(0) == 0 ? fixture_of(10'000, 100, "dgx1-v100") : llama;
+  double t0 = thread_cpu_s();
+  benchmark::DoNotOptimize(simulate(f.g, f.c, f.p, costs).makespan);
+  double sim_s = thread_cpu_s() - t0;
+  t0 = thread_cpu_s();
+  for (auto _ : state) benchmark::DoNotOptimize(makespan_lower_bound(f.g, f.c, costs));
+  state.counters["ops"] = static_cast<double>(f.g.size());
+  state.counters["x_sim"] = (thread_cpu_s() - t0) / static_cast<double>(state.iterations()) / sim_s;
+  state.SetLabel(state.range(0) == 0 ? "layered 10k" : "llama-layer x60");
+}
+BENCHMARK(BM_lower_bound_8dev)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 /// The same episode with jitter and a trace recorded (a stochastic run for `--runs`).
 void BM_sim_episode_10k_8dev_jitter_trace(benchmark::State& state) {
