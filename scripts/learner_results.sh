@@ -16,6 +16,9 @@
 #   TRAIN_ONLY=1   train and stop (no compare, no table): to give each kind its own ARGS in one
 #                  OUTDIR, e.g. KINDS=dual ARGS="..." TRAIN_ONLY=1, then KINDS=gdp TRAIN_ONLY=1, then
 #                  KINDS="dual gdp" (trains nothing more, compares both)
+#   INIT=PREFIX    start every training from the checkpoint PREFIX-sS.pt of its own seed S (`train
+#                  --init`; fine-tuning, usually with IL=0), e.g. the 8-device graphs from the 4-device
+#                  layer: INIT=DIR/llama-layer-paper-dual IL=0 GRAPHS="llama-block-paper8 llama-layer-paper8"
 #   SAMPLES=K      also a row "doppler best-of-K": the dual checkpoints with `compare --policy-samples K`
 #                  (best of the greedy and K sampled placements under the simulator), in OUTDIR/<graph>.K.json
 # Every training logs to OUTDIR/<graph>-<kind>-s<seed>.log (kept: a rerun skips finished ones, and
@@ -40,7 +43,8 @@ train() {  # name graph cluster model kind seed
   local log=$out/$1-$5-s$6.log
   [[ -s $log ]] && return 0
   "$bin" train --graph "$2" --cluster "$3" --model "$4" --policy-kind "$5" --il-episodes "$il" --rl-episodes "$rl" \
-    --batch "${BATCH:-8}" --seed "$6" ${ARGS:-} -o "$out/$1-$5-s$6.pt" --csv "$out/$1-$5-s$6.csv" >"$log.tmp" 2>&1
+    --batch "${BATCH:-8}" --seed "$6" ${INIT:+--init "$INIT-s$6.pt"} ${ARGS:-} -o "$out/$1-$5-s$6.pt" \
+    --csv "$out/$1-$5-s$6.csv" >"$log.tmp" 2>&1
   mv "$log.tmp" "$log"
   echo "$1 $5 s$6: $(grep -o 'greedy [0-9.e+-]* s ([0-9.]*x cp' "$log")" >&2
 }
