@@ -1,8 +1,11 @@
-// The simulator: hand-computed makespans of each model, invariants on random DAGs, the lower bound
-// and the Chrome trace. Placement and cost-model files are tested in test_placement.cpp.
+// The simulator: hand-computed makespans of each model, invariants on random DAGs (the lower bound
+// among them) and the Chrome trace. The lower bound's own cases are in test_lower_bound.cpp;
+// placement and cost-model files are tested in test_placement.cpp.
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_algos.hpp>
 #include <doppler/runtime/sim.hpp>
+
+#include "sim_fixtures.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -15,47 +18,9 @@
 #include <string>
 
 using namespace doppler;
+using namespace sim_fixtures;
 
 namespace {
-
-/// A synthetic op: `flops` FLOPs producing `bytes` bytes.
-op_spec syn(std::string id, std::vector<std::string> inputs, double flops, double bytes) {
-  return op_spec{std::move(id), op_kind::synthetic, std::move(inputs), {}, {}, flops, bytes, ""};
-}
-
-graph make_graph(std::vector<op_spec> specs) {
-  graph_builder b("t");
-  for (auto& s : specs) b.add(std::move(s));
-  return std::move(b).build();
-}
-
-/// `n` devices of `flops` FLOP/s, a duplex full mesh of `bw` B/s links with `lat` s latency.
-cluster mesh(int n, double flops, double bw, double lat) {
-  std::vector<device> ds;
-  for (int i = 0; i < n; ++i) ds.push_back({"d" + std::to_string(i), device_kind::gpu, flops, 1e12, "h"});
-  std::vector<link_spec> ls;
-  for (int i = 0; i < n; ++i)
-    for (int j = i + 1; j < n; ++j) ls.push_back({"d" + std::to_string(i), "d" + std::to_string(j), bw, lat, true});
-  return cluster("mesh", std::move(ds), {}, std::move(ls));
-}
-
-/// Placement by op id → device index.
-placement place(const graph& g, const std::map<std::string, device_index>& where,
-                std::vector<std::string> order = {}) {
-  placement p;
-  p.device.resize(g.size());
-  for (const auto& [id, d] : where) p.device[*g.find(id)] = d;
-  for (const auto& id : order) p.order.push_back(*g.find(id));
-  return p;
-}
-
-const trace_event& op_event(const sim_result& r, const graph& g, const std::string& id) {
-  op_index v = *g.find(id);
-  for (const auto& e : r.events)
-    if (e.what == trace_event::kind::op && e.id == v) return e;
-  FAIL("no trace event for op " << id);
-  return r.events.front();
-}
 
 const cost_model cm;
 
@@ -261,126 +226,6 @@ TEST_CASE("the simple model on a hand example (doppler-paper:2)") {
   CHECK(simulate(g, c, p, slow, opt).makespan == doctest::Approx(5.0));
   CHECK(simulate(g, c, p, slow).makespan == doctest::Approx(8.0));  // a 0–2, xfer 2–4, b 4–6, c 6–8
   CHECK(simulate(g, c, p, cm, sim_options{opt}.with_streams(2)).makespan == doctest::Approx(5.0));
-}
-
-TEST_CASE("lower bound: critical path on the fastest device vs total work") {
-  std::vector<device> ds = {{"slow", device_kind::gpu, 1e12, 1e12, "h"}, {"fast", device_kind::gpu, 2e12, 1e12, "h"}};
-  cluster c("two", ds, {}, {{"slow", "fast", 1e10, 0, true}});
-  auto chain = make_graph({syn("a", {}, 1e12, 8), syn("b", {"a"}, 2e12, 8), syn("c", {"b"}, 3e12, 8)});
-  CHECK(makespan_lower_bound(chain, c, cm) == doctest::Approx(3.0));  // path 6e12 / 2e12
-  auto wide = make_graph({syn("a", {}, 1e12, 8), syn("b", {}, 1e12, 8), syn("c", {}, 1e12, 8), syn("d", {}, 1e12, 8)});
-  CHECK(makespan_lower_bound(wide, c, cm) == doctest::Approx(4.0 / 3.0));  // work 4e12 / 3e12
-  CHECK(makespan_lower_bound(wide, c, cm, sim_options{}.with_streams(2)) == doctest::Approx(2.0 / 3.0));
-  cost_model half;
-  half.set_efficiency(op_kind::synthetic, 0.5);
-  CHECK(makespan_lower_bound(wide, c, half) == doctest::Approx(8.0 / 3.0));
-  CHECK(makespan_lower_bound(wide, c, half, sim_options{}.with_model(sim_model::simple)) ==
-        doctest::Approx(4.0 / 3.0));
-  // A straggler counts at its slowed rate: the fast device at 1/4 speed leaves the slow one fastest.
-  CHECK(makespan_lower_bound(chain, c, cm, sim_options{}.with_straggler(1, 4)) == doctest::Approx(6.0));
-  // Every placement of the chain meets the bound; the all-fast one reaches it.
-  auto all_fast = place(chain, {{"a", 1}, {"b", 1}, {"c", 1}});
-  CHECK(simulate(chain, c, all_fast, cm).makespan == doctest::Approx(3.0));
-}
-
-namespace {
-
-/// Every placement of `g` on `c` (D^n of them), in counting order: calls f(placement).
-template <class F>
-void each_placement(const graph& g, const cluster& c, F&& f) {
-  placement p;
-  p.device.assign(g.size(), 0);
-  const auto D = static_cast<device_index>(c.device_count());
-  for (;;) {
-    f(p);
-    std::size_t i = 0;
-    while (i < p.device.size() && ++p.device[i] == D) p.device[i++] = 0;
-    if (i == p.device.size()) return;
-  }
-}
-
-}  // namespace
-
-TEST_CASE("lower bound: the source's and the sink's devices give the others a head and a tail") {
-  // x (no work, 1e10 B: 1 s over a link) feeds four 1 s ops whose 1e10 B outputs a sum op (no work)
-  // takes. Whichever device holds x, the other one starts 1 s late; whichever holds the sum, the
-  // other one stops 1 s early: 2 T - 1 - 1 >= 4 s of work, T >= 3 s (the old bound: 4 s / 2 = 2 s).
-  auto g = make_graph({syn("x", {}, 0, 1e10), syn("a", {"x"}, 1e12, 1e10), syn("b", {"x"}, 1e12, 1e10),
-                       syn("c", {"x"}, 1e12, 1e10), syn("d", {"x"}, 1e12, 1e10),
-                       syn("sum", {"a", "b", "c", "d"}, 0, 8)});
-  auto c = mesh(2, 1e12, 1e10, 0);
-  const auto simple = sim_options{}.with_model(sim_model::simple);
-  CHECK(makespan_lower_bound(g, c, cm) == doctest::Approx(3.0));
-  CHECK(makespan_lower_bound(g, c, cm, simple) == doctest::Approx(3.0));
-  // and it is reached: three ops with x and the sum, one elsewhere (0-1 x moves, 1-2 runs, 2-3 back)
-  double best = 1e300, best_simple = 1e300;
-  each_placement(g, c, [&](const placement& p) {
-    best = std::min(best, simulate(g, c, p, cm).makespan);
-    best_simple = std::min(best_simple, simulate(g, c, p, cm, simple).makespan);
-  });
-  CHECK(best == doctest::Approx(3.0));
-  CHECK(best_simple == doctest::Approx(3.0));
-  // Latency counts on both sides: 0.25 s per link puts the bound at (4 + 1.25 + 1.25) / 2.
-  CHECK(makespan_lower_bound(g, mesh(2, 1e12, 1e10, 0.25), cm) == doctest::Approx(3.25));
-  // Two streams per device double what a device does in its window: 2 (2 T - 2) >= 4, T >= 2.
-  CHECK(makespan_lower_bound(g, c, cm, sim_options{}.with_streams(2)) == doctest::Approx(2.0));
-}
-
-TEST_CASE("lower bound: no placement of a small graph beats it (every placement simulated)") {
-  // Fork-join graphs with one source and one sink, on three devices: a mesh with latency, a mesh
-  // with a straggler, and a line of unequal devices and links (a route through the middle device).
-  std::vector<device> ds = {{"a", device_kind::gpu, 1e12, 1e12, "h"}, {"b", device_kind::gpu, 2e12, 1e12, "h"},
-                            {"c", device_kind::gpu, 1e12, 1e12, "h"}};
-  const cluster line("line", ds, {}, {{"a", "b", 2e10, 1e-2, true}, {"b", "c", 1e10, 0, true}});
-  const cluster lat = mesh(3, 1e12, 1e10, 0.05);
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> flops(0.2e12, 2e12), bytes(0.1e10, 1.5e10);
-  int lifted = 0;
-  for (int trial = 0; trial < 8; ++trial) {
-    std::vector<op_spec> specs{syn("x", {}, 0, bytes(rng))};
-    for (int i = 1; i <= 5; ++i) {
-      std::vector<std::string> in{"x"};
-      if (i > 1 && rng() % 2) in = {"m" + std::to_string(1 + rng() % (i - 1))};
-      if (i > 2 && rng() % 3 == 0) in.push_back("m" + std::to_string(1 + rng() % (i - 1)));
-      std::sort(in.begin(), in.end());
-      in.erase(std::unique(in.begin(), in.end()), in.end());
-      specs.push_back(syn("m" + std::to_string(i), in, flops(rng), bytes(rng)));
-    }
-    std::vector<std::string> all;
-    for (int i = 1; i <= 5; ++i) all.push_back("m" + std::to_string(i));
-    specs.push_back(syn("y", all, flops(rng) / 4, 8));
-    graph g = make_graph(specs);
-    struct setup {
-      const cluster* c;
-      sim_options opt;
-    } setups[] = {{&lat, {}},
-                  {&lat, sim_options{}.with_straggler(1, 3)},
-                  {&line, {}},
-                  {&line, sim_options{}.with_model(sim_model::simple)},
-                  {&lat, sim_options{}.with_model(sim_model::simple).with_straggler(2, 2)}};
-    for (const auto& [c, opt] : setups) {
-      CAPTURE(trial);
-      double bound = makespan_lower_bound(g, *c, cm, opt);
-      double best = 1e300;
-      each_placement(g, *c, [&](const placement& p) { best = std::min(best, simulate(g, *c, p, cm, opt).makespan); });
-      CHECK(best >= bound * (1 - 1e-12));
-      // the old bound: the critical path on the fastest device, the work over the total rate
-      std::vector<double> t(g.size());
-      double work = 0, rate = 0, fast = 0;
-      for (device_index d = 0; d < c->device_count(); ++d) {
-        double r = (*c)[d].flops;
-        for (const auto& [sd, f] : opt.stragglers) r /= sd == d ? f : 1;
-        rate += r;
-        fast = std::max(fast, r);
-      }
-      for (op_index v = 0; v < g.size(); ++v) {
-        t[v] = g[v].flops / fast;
-        work += g[v].flops;
-      }
-      lifted += bound > 1.02 * std::max(critical_path(g, t), work / rate) ? 1 : 0;
-    }
-  }
-  CHECK(lifted >= 16);  // the head/tail part raises most of the 40 bounds (24 at seed 7)
 }
 
 namespace {
