@@ -13,7 +13,6 @@
 // may sit on whichever device suits that one path (a relaxation, hence a bound), transfers take
 // their uncontended time, and ops never wait for a busy device. Valid for every placement with
 // jitter 0: contention, queueing and host-core sharing only make things later.
-#include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_algos.hpp>
 #include <doppler/runtime/sim.hpp>
 

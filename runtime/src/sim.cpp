@@ -48,26 +48,22 @@ double base_time(const op& o, const device& d, const cost_model& cm, sim_model m
 
 }  // namespace detail
 
-using detail::base_time;
-using detail::check_options;
-using detail::slowdowns;
-
 sim_result simulate(const graph& g, const cluster& c, const placement& p, const cost_model& cm,
                     const sim_options& opt) {
-  check_options(opt, c);
+  detail::check_options(opt, c);
   check_placement(p, g, c);
   detail::sim_inputs in;
   in.rng.seed(opt.seed);
   in.jitter = opt.jitter;
   if (opt.model == sim_model::wc) in.host_cores = cm.host_cores();
-  auto slow = slowdowns(opt, c);
+  auto slow = detail::slowdowns(opt, c);
   in.op_time.resize(g.size());
   in.bytes.resize(g.size());
   // Op factors are drawn first, in op order, so an op's jitter does not depend on the placement:
   // two placements simulated with one seed see the same op noise (common random numbers).
   for (op_index v = 0; v < g.size(); ++v) {
     device_index d = p.device[v];
-    in.op_time[v] = base_time(g[v], c[d], cm, opt.model) * slow[d] * in.factor();
+    in.op_time[v] = detail::base_time(g[v], c[d], cm, opt.model) * slow[d] * in.factor();
     if (!std::isfinite(in.op_time[v]))
       throw error(errc::bad_value, fmt::format("op '{}' would take {} s on device '{}' ({:g} FLOPs at {:g} FLOP/s): "
                                                "not a finite time",

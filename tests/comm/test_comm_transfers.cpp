@@ -1,5 +1,6 @@
 // Planned transfers: the comm planner as the simulator's transfer planner (multicast.hpp,
 // transfer_plan.hpp). Hand-checkable: links of 1 MB/s without latency, so a 1 MB chunk takes 1 s a hop.
+#include "../runtime/sim_fixtures.hpp"
 #include "comm_fixtures.hpp"
 
 #include <doppler/comm/multicast.hpp>
@@ -252,12 +253,12 @@ TEST_CASE("the lower bound holds for planned transfers: every placement of a fan
   const auto opt = sim_options{}.with_transfers(mp);
   const double bound = makespan_lower_bound(g, c, cost_model{}, opt);
   CHECK(bound <= makespan_lower_bound(g, c, cost_model{}) * (1 + 1e-12));  // planned: a weaker bound
-  placement p;
-  p.device.assign(g.size(), 0);
   double best = 1e300;
-  for (int k = 0; k < 4 * 4 * 4 * 4 * 4; ++k) {
-    for (int i = 0, r = k; i < 5; ++i, r /= 4) p.device[static_cast<std::size_t>(i)] = static_cast<device_index>(r % 4);
+  std::size_t placements = 0;
+  sim_fixtures::each_placement(g, c, [&](const placement& p) {
     best = std::min(best, simulate(g, c, p, cost_model{}, opt).makespan);
-  }
+    ++placements;
+  });
+  CHECK(placements == 1024);
   CHECK(best >= bound * (1 - 1e-12));
 }

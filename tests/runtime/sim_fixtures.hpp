@@ -1,6 +1,7 @@
 #pragma once
-// Shared by the simulator's tests (test_sim.cpp, test_lower_bound.cpp): synthetic ops, graphs
-// from op lists, a full-mesh cluster, placements by op id, a trace's event for an op.
+// Shared by the simulator's tests (test_sim.cpp, test_lower_bound.cpp, tests/comm/test_comm_transfers.cpp):
+// synthetic ops, graphs from op lists, a full-mesh cluster, placements by op id, a trace's event
+// for an op, every placement of a small graph.
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/placement.hpp>
@@ -55,5 +56,19 @@ inline const trace_event& op_event(const sim_result& r, const graph& g, const st
   return r.events.front();
 }
 
+
+/// Every placement of `g` on `c` (D^n of them), in counting order: calls f(placement).
+template <class F>
+void each_placement(const graph& g, const cluster& c, F&& f) {
+  placement p;
+  p.device.assign(g.size(), 0);
+  const auto D = static_cast<device_index>(c.device_count());
+  for (;;) {
+    f(p);
+    std::size_t i = 0;
+    while (i < p.device.size() && ++p.device[i] == D) p.device[i++] = 0;
+    if (i == p.device.size()) return;
+  }
+}
 
 }  // namespace sim_fixtures

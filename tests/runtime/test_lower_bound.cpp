@@ -41,24 +41,6 @@ TEST_CASE("lower bound: critical path on the fastest device vs total work") {
   CHECK(simulate(chain, c, all_fast, cm).makespan == doctest::Approx(3.0));
 }
 
-namespace {
-
-/// Every placement of `g` on `c` (D^n of them), in counting order: calls f(placement).
-template <class F>
-void each_placement(const graph& g, const cluster& c, F&& f) {
-  placement p;
-  p.device.assign(g.size(), 0);
-  const auto D = static_cast<device_index>(c.device_count());
-  for (;;) {
-    f(p);
-    std::size_t i = 0;
-    while (i < p.device.size() && ++p.device[i] == D) p.device[i++] = 0;
-    if (i == p.device.size()) return;
-  }
-}
-
-}  // namespace
-
 TEST_CASE("lower bound: the source's and the sink's devices give the others a head and a tail") {
   // x (no work, 1e10 B: 1 s over a link) feeds four 1 s ops whose 1e10 B outputs a sum op (no work)
   // takes. Whichever device holds x, the other one starts 1 s late; whichever holds the sum, the
