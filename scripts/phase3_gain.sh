@@ -23,7 +23,10 @@
 # measured after every REAL_EVAL updates, the best-measured parameters kept; 0: the last ones),
 # REPEAT [5], ROUNDS [12], MODE [wc], STRAGGLER [none], PLACERS ["cp heft m-etf metis search"]
 # (the non-learned placements measured next to the learned ones, default options), TRAIN_ARGS [""]
-# (extra `doppler train` flags for both trainings, e.g. "--active-search 0.05 --self-imitation 2").
+# (extra `doppler train` flags for both trainings, e.g. "--active-search 0.05 --self-imitation 2"),
+# LEARNED [""] (learned baselines measured next to DOPPLER, e.g. "gdp placeto": `train --policy-kind
+# KIND` per seed in the simulator with phase II's budget — IL + RL episodes, BATCH — and their own
+# defaults, placed greedily as KIND-S; like p2 they never see the real runtime).
 # STRAGGLER=DEV:FACTOR (e.g. cpu0:3) slows that device of the real runtime — phase III's episodes and
 # every measurement (`train --real-straggler`, `run --straggler`) — while calibration, phases I+II and
 # the placers keep the simulator's equal devices: a known sim-to-real gap for phase III to close.
@@ -33,6 +36,7 @@ OUT=${1:-/tmp/doppler-phase3-gain}
 N=${DEVICES:-4} DIM=${DIM:-1024} HEADS=${HEADS:-16} SEQ=${SEQ:-512} SHARDS=${SHARDS:-4}
 SEEDS=${SEEDS:-1 2 3} IL=${IL:-200} RL=${RL:-400} BATCH=${BATCH:-8} REAL=${REAL:-500}
 REAL_REPEAT=${REAL_REPEAT:-3} REAL_BATCH=${REAL_BATCH:-4} REAL_EVAL=${REAL_EVAL:-1} PLACERS=${PLACERS:-cp heft m-etf metis search} REPEAT=${REPEAT:-5} ROUNDS=${ROUNDS:-12} MODE=${MODE:-wc}
+LEARNED=${LEARNED:-}
 SLOW_TRAIN=() SLOW_RUN=()
 if [[ -n ${STRAGGLER:-} ]]; then SLOW_TRAIN=(--real-straggler "$STRAGGLER"); SLOW_RUN=(--straggler "$STRAGGLER"); fi
 mkdir -p "$OUT/placements" "$OUT/train"
@@ -66,6 +70,15 @@ for s in $SEEDS; do
         --policy "$OUT/train/$ph-$s.pt" -o "$OUT/placements/$ph-$s.json" > /dev/null
     P+=("$ph-$s")
   done
+  for k in $LEARNED; do
+    echo "== seed $s: $k-like, phases I+II in the simulator ($(load))"
+    "$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH" --policy-kind "$k" \
+        --il-episodes "$IL" --rl-episodes "$RL" --seed "$s" --csv "$OUT/train/$k-$s.csv" \
+        -o "$OUT/train/$k-$s.pt" 2>&1 | grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/$k-$s.txt"
+    "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method doppler \
+        --policy "$OUT/train/$k-$s.pt" -o "$OUT/placements/$k-$s.json" > /dev/null
+    P+=("$k-$s")
+  done
 done
 
 echo "== measuring ${#P[@]} placements ($(load))"
@@ -81,8 +94,8 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 echo "== done $(load)"
 
-python3 - "$OUT" "$SEEDS" "${P[@]}" <<'EOF'
-import itertools, json, math, sys
+PLACERS="$PLACERS" python3 - "$OUT" "$SEEDS" "${P[@]}" <<'EOF'
+import itertools, json, math, os, sys
 out, seeds, order = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
 rows = {}
 for l in open(f"{out}/rows.jsonl"):
@@ -114,6 +127,19 @@ for s in seeds:
     rep = [l.strip() for l in open(f"{out}/train/p3-{s}.txt") if l.startswith("phase III")]
     print(f"{s:<5} {moved:>5} {relabel:>11} {m3/m2:>10.3f} {lo3/lo2:>9.3f} {wins:>5}/{len(r2['round_means']):<6} {dm*1e3:>+7.2f} ± {se*1e3:<6.2f}  "
           + (rep[0].split(": ", 1)[-1] if rep else "?"))
+# One row per method: a placer's measured mean, or the mean over seeds of a learned kind's
+# per-seed means (p2, p3, each LEARNED kind), against cp and the fastest placer as measured here.
+groups = {}
+for p in order:
+    groups.setdefault(p.rsplit("-", 1)[0] if p.rsplit("-", 1)[-1] in seeds else p, []).append(stats(rows[p]["runs"])[0])
+placers = os.environ.get("PLACERS", "").split()
+fastest = min((g for g in groups if g in placers), key=lambda g: groups[g][0], default=None)
+print(f"\n{'method':<10} {'seeds':>5} {'mean ms':>8} {'min ms':>7} {'/ cp':>6} {'/ ' + (fastest or '-'):>9}")
+for g, ms in groups.items():
+    m = sum(ms) / len(ms)
+    cp = groups.get("cp", [float("nan")])[0]
+    fa = groups[fastest][0] if fastest else float("nan")
+    print(f"{g:<10} {len(ms):>5} {m*1e3:>8.2f} {min(ms)*1e3:>7.2f} {m/cp:>6.3f} {m/fa:>9.3f}")
 # Noise of phase III's reward: the spread of the measured episode costs vs the spread between placements.
 for s in seeds:
     c = [float(l.split(",")[2]) for l in open(f"{out}/train/p3-{s}.csv") if ",real," in l]
