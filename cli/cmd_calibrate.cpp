@@ -9,6 +9,7 @@
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/cpu_backend.hpp>
+#include <doppler/runtime/cpu_kernels.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/io.hpp>
@@ -191,9 +192,9 @@ void calibrate_command(const calibrate_flags& f) {
       graphs.push_back(make_workload(name, workload_params{}));
   else
     for (const auto& file : f.graphs) graphs.push_back(load_graph(file));
-  std::cout << fmt::format("calibrate: kernels on {} ({} rounds), dispatch and transfers on the actor runtime\n",
+  std::cout << fmt::format("calibrate: kernels on {} ({} rounds; OpenBLAS {}), dispatch and transfers on the actor runtime\n",
                            f.graphs.empty() ? std::string("the default workloads") : fmt::format("{} graph(s)", graphs.size()),
-                           f.rounds);
+                           f.rounds, cpu::blas_core());
   auto samples = kernel_samples(graphs, f.rounds);
   const auto& mm = samples[static_cast<int>(op_kind::matmul)];
   double peak = mm.sum(mm.seconds) > 0 ? mm.sum(mm.flops) / mm.sum(mm.seconds) : 0;

@@ -14,6 +14,7 @@
 #include <doppler/learner/trainer.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/cpu_kernels.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/placement.hpp>
@@ -364,12 +365,10 @@ void add_train(CLI::App& app) {
                                      : std::string()),
         o->t.rl_lr, o->t.entropy, o->t.entropy_final,
         o->t.temperature, o->t.batch, o->t.seed);
-    // The kernels decide the numbers (cmd_learn_forward.cpp, pin_cpu_kernels): say which ran.
-    auto env_or = [](const char* name) {
-      const char* v = std::getenv(name);
-      return v && *v ? std::string(v) : std::string("native");
-    };
-    std::cerr << fmt::format("  kernels: OpenBLAS {}, ATen {}\n", env_or("OPENBLAS_CORETYPE"), env_or("ATEN_CPU_CAPABILITY"));
+    // The kernels decide the numbers (kernels.cpp, pin_cpu_kernels): say which ran. OpenBLAS reports
+    // its own choice; ATen's is its variable when set.
+    const char* aten = std::getenv("ATEN_CPU_CAPABILITY");
+    std::cerr << fmt::format("  kernels: OpenBLAS {}, ATen {}\n", cpu::blas_core(), aten && *aten ? aten : "native");
     double cp = learner::score(pb, cp_place(g, c, cm, 0), o->t.sim);
     const int real = o->t.real_episodes;
     if (!o->real_stragglers.empty() && real == 0)

@@ -19,23 +19,6 @@
 
 namespace doppler::cli {
 
-/// A trained policy depends on the order of every floating-point sum in it, and OpenBLAS and ATen
-/// pick their vector kernels per CPU: the same command and seed trained measurably different
-/// policies on a Skylake and on a Sapphire Rapids Xeon (docs/learner.md, "Same numbers on every
-/// machine"). Where the CPU has AVX2 and FMA (every x86-64 server of the last decade), the twin runs
-/// with both libraries' AVX2 kernels (OpenBLAS's Haswell, ATen's avx2), so any such machine computes
-/// the same numbers; a variable the user set wins, and DOPPLER_NATIVE_KERNELS=1 keeps the CPU's own.
-/// The variables must be set before the libraries load: here, before exec.
-void pin_cpu_kernels() {
-  const char* native = std::getenv("DOPPLER_NATIVE_KERNELS");
-  if (native && *native && std::string(native) != "0") return;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
-  ::setenv("OPENBLAS_CORETYPE", "Haswell", 0);
-  ::setenv("ATEN_CPU_CAPABILITY", "avx2", 0);
-#endif
-}
-
 /// Replaces this process with doppler-learn and the original arguments (its CPU kernels pinned).
 void forward_to_learn_twin() {
   std::error_code ec;
@@ -58,7 +41,7 @@ void forward_to_learn_twin() {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pin_cpu_kernels();
+  pin_cpu_kernels();  // main() did already, unless this process runs the CPU's own kernels (kernels.cpp)
   execv(argv[0], argv.data());
   throw error(errc::io, twin.string(), "", std::string("cannot start: ") + std::strerror(errno));
 }

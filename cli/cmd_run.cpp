@@ -10,6 +10,7 @@
 #include <doppler/comm/multicast.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
+#include <doppler/runtime/cpu_kernels.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/host_buffers.hpp>
@@ -288,6 +289,7 @@ void run_command(const run_flags& f) {
                      {"transfer_mode", f.transfers}, {"planned_tensors", r.planned_tensors}};
     if (!f.trace_file.empty()) j["trace"] = f.trace_file;
     if (!r.failovers.empty()) j["failovers"] = r.failovers;
+    j["blas_core"] = cpu::blas_core();  // the OpenBLAS kernels the cpu backend's matmuls ran (kernels.cpp)
     j["host_cache"] = {{"hits", hc.hits}, {"misses", hc.misses}, {"cached_bytes", hc.cached_bytes},
                        {"limit_bytes", hc.limit_bytes}};
     std::cout << j.dump() << "\n";

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 
+#include <doppler/runtime/cpu_kernels.hpp>
 #include <doppler/runtime/error.hpp>
 
 #include <exception>
@@ -11,6 +12,7 @@
 #include <string>
 
 int main(int argc, char** argv) {
+  doppler::cli::restart_with_pinned_kernels(argv);  // before anything runs: it may restart the process
   CLI::App app{
       "doppler: work-conserving execution, learned placement and planned communication for ML "
       "dataflow graphs.\n"
@@ -18,7 +20,7 @@ int main(int argc, char** argv) {
       "doppler-cluster/1 files or preset names (see `doppler cluster --list`).",
       "doppler"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "doppler 0.1.0");
+  app.set_version_flag("--version", "doppler 0.1.0 (CPU kernels: OpenBLAS " + doppler::cpu::blas_core() + ")");
   doppler::cli::add_graph_commands(app);
   doppler::cli::add_cluster_commands(app);
   doppler::cli::add_sim_commands(app);

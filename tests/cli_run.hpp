@@ -26,9 +26,11 @@ inline std::string slurp(const std::string& f) {
   return ss.str();
 }
 
-/// Runs `doppler ARGS` in `dir`.
-inline result run(const temp_dir& dir, const std::string& args) {
-  const std::string cmd = "cd '" + dir.path.string() + "' && timeout 60 '" + std::string(DOPPLER_CLI_PATH) + "' " +
+/// Runs `doppler ARGS` in `dir`; `env`, when given, are arguments of env(1) that change its
+/// environment first (e.g. "-u OPENBLAS_CORETYPE", "OPENBLAS_CORETYPE=Zen").
+inline result run(const temp_dir& dir, const std::string& args, const std::string& env = "") {
+  const std::string cmd = "cd '" + dir.path.string() + "' && " + (env.empty() ? "" : "env " + env + " ") +
+                          "timeout 60 '" + std::string(DOPPLER_CLI_PATH) + "' " +
                           args + " >" + (dir / "_out") + " 2>" + (dir / "_err");
   const int status = std::system(cmd.c_str());
   result r;

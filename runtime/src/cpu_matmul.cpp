@@ -13,6 +13,7 @@
 // would fail at link time rather than silently run multi-threaded.
 extern "C" void openblas_set_num_threads(int);
 extern "C" int openblas_get_num_threads(void);
+extern "C" char* openblas_get_corename(void);
 
 namespace doppler::cpu {
 
@@ -32,6 +33,11 @@ void pin_blas_to_one_thread() {
   static std::mutex m;  // device workers may race here on their first matmul
   const std::lock_guard<std::mutex> lock(m);
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
+
+std::string blas_core() {
+  const char* name = openblas_get_corename();
+  return name != nullptr ? name : "unknown";
 }
 
 tensor matmul(const tensor& a, const tensor& b) {

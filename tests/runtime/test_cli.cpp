@@ -531,3 +531,27 @@ TEST_CASE("cli: run --timeout ends an emulated run whose op would take far longe
   CHECK(r.err.find("'s'") != std::string::npos);
   CHECK(took < 20);
 }
+
+TEST_CASE("cli: every command runs OpenBLAS's AVX2 kernels where the CPU has them and a user's choice wins") {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  temp_dir d;
+  // Unpinned, OpenBLAS picks from the CPU (on VMs that hide the CPU's model: its generic Prescott).
+  const std::string clean = "-u OPENBLAS_CORETYPE -u ATEN_CPU_CAPABILITY -u DOPPLER_NATIVE_KERNELS";
+  auto r = run(d, "--version", clean);
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2) CHECK_MESSAGE(r.out.find("(CPU kernels: OpenBLAS Haswell)") != std::string::npos, r.out);
+  r = run(d, "--version", clean + " OPENBLAS_CORETYPE=Zen");
+  CHECK_MESSAGE(r.out.find("(CPU kernels: OpenBLAS Zen)") != std::string::npos, r.out);
+  if (!has_run_command(d)) return;
+  // What `run` reports is what its matmuls ran: the same kernels, in the restarted process.
+  write(d / "g.json", tiny_graph);
+  r = run(d, "run --graph g.json --cluster cpu:2 --repeat 1 --warmup 0 --json", clean);
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  auto j = nlohmann::json::parse(r.out);
+  if (avx2) CHECK(j.at("blas_core") == "Haswell");
+  r = run(d, "run --graph g.json --cluster cpu:2 --repeat 1 --warmup 0 --json", clean + " OPENBLAS_CORETYPE=Zen");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  CHECK(nlohmann::json::parse(r.out).at("blas_core") == "Zen");
+#endif
+}

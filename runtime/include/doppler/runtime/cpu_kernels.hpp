@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 namespace doppler::cpu {
 
@@ -26,6 +27,10 @@ tensor matmul(const tensor& a, const tensor& b);
 /// matmuls go through the same OpenBLAS), so a policy computes the same numbers — and the same
 /// greedy placement — whether or not a CPU-backend run came first in the process.
 void pin_blas_to_one_thread();
+/// The kernel set OpenBLAS chose when it loaded (`openblas_get_corename`: "Haswell", "SkylakeX",
+/// "Zen", ... — "Prescott" is its generic SSE3 fallback where it does not recognize the CPU). It
+/// chooses once, before main, from the CPU or from OPENBLAS_CORETYPE (docs/cpu_backend.md, "BLAS kernels").
+std::string blas_core();
 
 /// x + y, y equal to x's shape or to x's trailing axes (broadcast over x's leading axes).
 tensor add(const tensor& x, const tensor& y);
