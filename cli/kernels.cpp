@@ -26,8 +26,8 @@ constexpr const char* pinned_blas_core = "Haswell";  // OpenBLAS's AVX2 + FMA ke
 /// a Skylake and on a Sapphire Rapids Xeon (docs/learner.md, "Same numbers on every machine"); pinned,
 /// any such machine computes the same numbers. Speed: where a VM hides the CPU's model (its name
 /// reads "Intel(R) Xeon(R) Processor"), OpenBLAS 0.3.21 does not recognize it and falls back to its
-/// generic SSE3 kernels ("Prescott"), and the CPU backend's matmuls ran 2.5-3x slower than with the
-/// AVX2 ones. A variable the user set wins; DOPPLER_NATIVE_KERNELS=1 keeps the libraries' own choice.
+/// generic SSE3 kernels ("Prescott"): matmul ran at a quarter of the AVX2 kernels' speed and whole
+/// runs 2.2x slower (docs/cpu_backend.md, "BLAS kernels"). A variable the user set wins; DOPPLER_NATIVE_KERNELS=1 keeps the libraries' own choice.
 /// Returns whether it set OPENBLAS_CORETYPE.
 bool pin_cpu_kernels() {
   const char* native = std::getenv("DOPPLER_NATIVE_KERNELS");
@@ -48,7 +48,8 @@ void restart_with_pinned_kernels(char** argv) {
   if (::strcasecmp(cpu::blas_core().c_str(), pinned_blas_core) == 0) return;  // already running them
   // The variable is set now, so the restarted process pins nothing and does not come back here.
   ::execv("/proc/self/exe", argv);
-  // exec failed (no /proc?): go on with the kernels OpenBLAS chose; say nothing, the results are the same.
+  // exec failed (no /proc?): go on with the kernels OpenBLAS chose — slower, and a training's numbers
+  // may differ; --version, calibrate, train and run --json say which kernels ran.
 }
 
 }  // namespace doppler::cli
