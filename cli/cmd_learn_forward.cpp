@@ -19,7 +19,8 @@
 
 namespace doppler::cli {
 
-/// Replaces this process with doppler-learn and the original arguments (its CPU kernels pinned).
+/// Replaces this process with doppler-learn and the original arguments (its CPU kernels pinned by
+/// main(): the variables carry over).
 void forward_to_learn_twin() {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -41,7 +42,6 @@ void forward_to_learn_twin() {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  pin_cpu_kernels();  // main() did already, unless this process runs the CPU's own kernels (kernels.cpp)
   execv(argv[0], argv.data());
   throw error(errc::io, twin.string(), "", std::string("cannot start: ") + std::strerror(errno));
 }

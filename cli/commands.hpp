@@ -31,12 +31,10 @@ void add_run_commands(CLI::App& app);
 /// train, place-learned (cmd_learn.cpp in doppler-learn; `doppler` forwards them to it)
 void add_learn_commands(CLI::App& app);
 
-/// Sets OPENBLAS_CORETYPE=Haswell and ATEN_CPU_CAPABILITY=avx2 where the CPU has AVX2 and FMA,
-/// unless the user set them or DOPPLER_NATIVE_KERNELS=1 (kernels.cpp says why); returns whether it
-/// set OPENBLAS_CORETYPE.
-bool pin_cpu_kernels();
-/// First thing in main(): pins the kernels and, when the OpenBLAS loaded before main runs others,
+/// First thing in main(): sets OPENBLAS_CORETYPE=Haswell and ATEN_CPU_CAPABILITY=avx2 where the CPU
+/// has AVX2 and FMA, unless the user set them or DOPPLER_NATIVE_KERNELS=1 (kernels.cpp says why) and, when the OpenBLAS loaded before main runs others,
 /// starts this program again with the same arguments (execv) so that it loads with the pinned ones.
+/// Every process started from here (doppler-learn, by forward_to_learn_twin) inherits them.
 void restart_with_pinned_kernels(char** argv);
 
 /// Re-executes this command in the LibTorch twin `doppler-learn` (cmd_learn_forward.cpp); in

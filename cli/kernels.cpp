@@ -17,8 +17,8 @@
 namespace doppler::cli {
 
 namespace {
+
 constexpr const char* pinned_blas_core = "Haswell";  // OpenBLAS's AVX2 + FMA kernels
-}
 
 /// Pins both libraries to their AVX2 kernels where the CPU has AVX2 and FMA (every x86-64 server of
 /// the last decade), for two reasons. Numbers: a trained policy depends on the order of every
@@ -27,8 +27,8 @@ constexpr const char* pinned_blas_core = "Haswell";  // OpenBLAS's AVX2 + FMA ke
 /// any such machine computes the same numbers. Speed: where a VM hides the CPU's model (its name
 /// reads "Intel(R) Xeon(R) Processor"), OpenBLAS 0.3.21 does not recognize it and falls back to its
 /// generic SSE3 kernels ("Prescott"): matmul ran at a quarter of the AVX2 kernels' speed and whole
-/// runs 2.2x slower (docs/cpu_backend.md, "BLAS kernels"). A variable the user set wins; DOPPLER_NATIVE_KERNELS=1 keeps the libraries' own choice.
-/// Returns whether it set OPENBLAS_CORETYPE.
+/// runs 2.2x slower (docs/cpu_backend.md, "BLAS kernels"). A variable the user set wins;
+/// DOPPLER_NATIVE_KERNELS=1 keeps the libraries' own choice. Returns whether it set OPENBLAS_CORETYPE.
 bool pin_cpu_kernels() {
   const char* native = std::getenv("DOPPLER_NATIVE_KERNELS");
   if (native && *native && std::string(native) != "0") return false;
@@ -42,6 +42,8 @@ bool pin_cpu_kernels() {
   return false;
 #endif
 }
+
+}  // namespace
 
 void restart_with_pinned_kernels(char** argv) {
   if (!pin_cpu_kernels()) return;

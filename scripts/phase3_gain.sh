@@ -51,34 +51,39 @@ echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), pha
 SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
 [[ -n $SPEC ]] || { echo "no cluster spec in calibrate's output" >&2; exit 1; }
 read -r -a EXTRA <<< "${TRAIN_ARGS:-}"
-T=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH" "${EXTRA[@]}")
+T0=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH")
+T=("${T0[@]}" "${EXTRA[@]}")  # DOPPLER's trainings; the LEARNED baselines get T0 (their own defaults)
 
 P=()
 for m in $PLACERS; do
   "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method "$m" -o "$OUT/placements/$m.json" > /dev/null
   P+=("$m")
 done
+# train_as NAME SEED ARGS...: `doppler train ARGS` into train/NAME.{pt,csv,txt} (progress bars dropped)
+train_as() {
+  local name=$1 seed=$2
+  shift 2
+  "$@" --seed "$seed" --csv "$OUT/train/$name.csv" -o "$OUT/train/$name.pt" 2>&1 |
+    grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/$name.txt"
+}
+# place_as NAME: the greedy placement of train/NAME.pt into placements/NAME.json, measured below
+place_as() {
+  "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method doppler \
+      --policy "$OUT/train/$1.pt" -o "$OUT/placements/$1.json" > /dev/null
+  P+=("$1")
+}
 for s in $SEEDS; do
   echo "== seed $s: phases I+II ($(load))"
-  "${T[@]}" --il-episodes "$IL" --rl-episodes "$RL" --seed "$s" --csv "$OUT/train/p2-$s.csv" \
-      -o "$OUT/train/p2-$s.pt" 2>&1 | grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/p2-$s.txt"
+  train_as "p2-$s" "$s" "${T[@]}" --il-episodes "$IL" --rl-episodes "$RL"
   echo "== seed $s: phase III from p2-$s.pt ($(load))"
-  "${T[@]}" --init "$OUT/train/p2-$s.pt" --il-episodes 0 --rl-episodes 0 --real-episodes "$REAL" \
-      --real-repeat "$REAL_REPEAT" --real-batch "$REAL_BATCH" --real-eval-every "$REAL_EVAL" "${SLOW_TRAIN[@]}" --seed "$s" --csv "$OUT/train/p3-$s.csv" \
-      -o "$OUT/train/p3-$s.pt" 2>&1 | grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/p3-$s.txt"
-  for ph in p2 p3; do
-    "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method doppler \
-        --policy "$OUT/train/$ph-$s.pt" -o "$OUT/placements/$ph-$s.json" > /dev/null
-    P+=("$ph-$s")
-  done
+  train_as "p3-$s" "$s" "${T[@]}" --init "$OUT/train/p2-$s.pt" --il-episodes 0 --rl-episodes 0 --real-episodes "$REAL" \
+      --real-repeat "$REAL_REPEAT" --real-batch "$REAL_BATCH" --real-eval-every "$REAL_EVAL" "${SLOW_TRAIN[@]}"
+  place_as "p2-$s"
+  place_as "p3-$s"
   for k in $LEARNED; do
     echo "== seed $s: $k-like, phases I+II in the simulator ($(load))"
-    "$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH" --policy-kind "$k" \
-        --il-episodes "$IL" --rl-episodes "$RL" --seed "$s" --csv "$OUT/train/$k-$s.csv" \
-        -o "$OUT/train/$k-$s.pt" 2>&1 | grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/$k-$s.txt"
-    "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method doppler \
-        --policy "$OUT/train/$k-$s.pt" -o "$OUT/placements/$k-$s.json" > /dev/null
-    P+=("$k-$s")
+    train_as "$k-$s" "$s" "${T0[@]}" --policy-kind "$k" --il-episodes "$IL" --rl-episodes "$RL"
+    place_as "$k-$s"
   done
 done
 
@@ -136,10 +141,10 @@ for p in order:
 placers = os.environ.get("PLACERS", "").split()
 fastest = min((g for g in groups if g in placers), key=lambda g: groups[g][0], default=None)
 print(f"\n{'method':<10} {'seeds':>5} {'mean ms':>8} {'min ms':>7} {'/ cp':>6} {'/ ' + (fastest or '-'):>9}")
+cp = groups.get("cp", [float("nan")])[0]
+fa = groups[fastest][0] if fastest else float("nan")
 for g, ms in groups.items():
     m = sum(ms) / len(ms)
-    cp = groups.get("cp", [float("nan")])[0]
-    fa = groups[fastest][0] if fastest else float("nan")
     print(f"{g:<10} {len(ms):>5} {m*1e3:>8.2f} {min(ms)*1e3:>7.2f} {m/cp:>6.3f} {m/fa:>9.3f}")
 # Noise of phase III's reward: the spread of the measured episode costs vs the spread between placements.
 for s in seeds:
