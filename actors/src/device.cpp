@@ -255,7 +255,11 @@ void run_ready(device_pointer self) {
   if (st.group_n != 0) close_group(st);
 }
 
-/// The end of every handler that may have completed, received or released something.
+/// The end of every handler — also of those that drop a stale message (an older run's, another
+/// engine's) or take a down message: flush_out and flush_done hold batches back while the mailbox is
+/// not empty, counting on the handler of the next message to send them. A handler that skipped this
+/// left a finished op unreported whenever a stale message happened to be next, and the run hung until
+/// its timeout (seen over a worker: the previous run's dispatcher's down message arrives late).
 void settle(device_pointer self) {
   auto& st = self->state;
   if (!st.active) return;
@@ -293,7 +297,8 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
   self->state.resident = self->state.opt.kernels->resident();
   self->set_down_handler([=](caf::down_msg& dm) {  // the dispatcher of a remote run is gone
     auto& st = self->state;
-    if (st.dispatcher && dm.source == st.dispatcher.address()) st.clear();
+    if (st.dispatcher && dm.source == st.dispatcher.address()) return st.clear();
+    settle(self);  // an earlier run's dispatcher: the current run's batches may be waiting on this message
   });
   if (!self->state.opt.kernels->runs_inline()) {
     self->state.streams = std::make_unique<worker_pool>(std::max(1, self->state.opt.streams));
@@ -308,10 +313,12 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         // A worker's device serves one run at a time: another engine's run is refused while this one's
         // dispatcher lives (its `end`, or its down message when that engine goes away, frees the device).
         auto& st = self->state;
-        if (st.active && st.dispatcher && self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher))
+        if (st.active && st.dispatcher && self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher)) {
+          settle(self);
           return caf::make_error(caf::sec::invalid_argument,
                                  "device busy: it is serving run " + std::to_string(st.run) +
                                      " of another engine (a worker serves one run at a time)");
+        }
         try {
           auto plan = from_text(text);
           // A worker's device learns its index in the run's cluster from its place in the plan
@@ -327,7 +334,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](execute_atom, std::uint64_t run, std::vector<op_index>& ops) {
         auto& st = self->state;
-        if (!st.active || run != st.run) return;
+        if (!st.active || run != st.run) return settle(self);
         // The ready queue is the worker pool's, ordered by the placement's priority; `streams`
         // workers take from it. (Inline backends run the batch — and, with device release, what it
         // releases — in priority order now.)
@@ -350,7 +357,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](send_atom, std::uint64_t run, const std::vector<op_index>& ops, const std::vector<device_index>& dsts) {
         auto& st = self->state;
-        if (!st.active || run != st.run) return;
+        if (!st.active || run != st.run) return settle(self);
         // One `tensor` message per destination device with every output of this order going there.
         auto& out = st.outgoing;
         for (std::size_t k = 0; k < ops.size() && k < dsts.size(); ++k) {
@@ -373,7 +380,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](tensor_atom, std::uint64_t run, device_index src, std::vector<op_index>& ops, std::vector<tensor_ref>& ts) {
         auto& st = self->state;
-        if (!st.active || run != st.run) return;
+        if (!st.active || run != st.run) return settle(self);
         const bool inline_copy = st.opt.kernels->runs_inline();
         const std::int64_t at = inline_copy ? now_ns() : 0;  // they arrived together
         for (std::size_t k = 0; k < ops.size() && k < ts.size(); ++k) {
@@ -414,27 +421,28 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](relay_atom, std::uint64_t run, const std::vector<op_index>& ops) {
         auto& st = self->state;
-        if (!st.active || run != st.run) return;
+        if (!st.active || run != st.run) return settle(self);
         for (op_index i : ops)
           if (!start_relay(self, i)) return;
         flush_done(self);
       },
       [=](chunk_atom, std::uint64_t run, op_index i, std::uint32_t leg, tensor_ref& from) {
         auto& st = self->state;
-        if (!st.active || run != st.run || !from) return;
+        if (!st.active || run != st.run || !from) return settle(self);
         receive_chunk(self, i, leg, std::move(from));
         settle(self);
       },
       [=](chunk_copied_msg& m) {
         auto& st = self->state;
-        if (!st.active || m.run != st.run) return;
+        if (!st.active || m.run != st.run) return settle(self);
         chunk_copied(self, m);
         settle(self);
       },
       [=](kernel_done_msg& m) {
         auto& st = self->state;
         if (m.op != doorbell_op) {  // a single completion sent directly
-          if (!st.active || m.run != st.run || m.op >= st.plan->size() || st.plan->device_of(m.op) != st.opt.index) return;
+          if (!st.active || m.run != st.run || m.op >= st.plan->size() || st.plan->device_of(m.op) != st.opt.index)
+            return settle(self);
           on_kernel_done(self, st.sl->home_slot[m.op], m.start_ns, m.end_ns, std::move(m.out));
           return settle(self);
         }
@@ -446,20 +454,23 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](op_failed_msg& m) {
         auto& st = self->state;
-        if (!st.active || m.run != st.run) return;
+        if (!st.active || m.run != st.run) return settle(self);
         m.device = st.opt.index;
         self->send(st.dispatcher, std::move(m));
       },
       [=](copy_done_msg& m) {
         auto& st = self->state;
-        if (!st.active || m.run != st.run) return;
+        if (!st.active || m.run != st.run) return settle(self);
         copy_done(self, std::move(m));
         settle(self);
       },
       [=](collect_atom, std::uint64_t run) -> caf::result<std::vector<op_output>> {
         auto& st = self->state;
         std::vector<op_output> outs;
-        if (!st.active || run != st.run) return outs;
+        if (!st.active || run != st.run) {
+          settle(self);
+          return outs;
+        }
         flush_out(self, true);
         flush_done(self);
         for (std::uint32_t s = 0; s < st.buf.size(); ++s)  // home slots first, in op order
@@ -478,7 +489,8 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& st = self->state;
         // only the run's own dispatcher ends it (engines number their runs independently)
         if (run == st.run && self->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher))
-          st.clear();
+          return st.clear();
+        settle(self);
       },
       [=](bytes_atom) {
         if (self->state.active) {  // a query must not hold back completions

@@ -311,3 +311,52 @@ TEST_CASE("a device that never answers: the timeout ends the run naming the op")
   for (auto& d : devs) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
   f.sched->run();
 }
+
+// Devices hold back their completion batches while their mailbox is not empty, counting on the next
+// message's handler to send them. A message the device drops — an older run's, or the down message of
+// an earlier run's dispatcher, which a worker's device receives late over the network — must still
+// send them: otherwise the finished op is never reported and the run hangs until its timeout (once
+// in ~12,000 remote runs under load, before this was fixed).
+TEST_CASE("a device reports a finished op when a stale message is next in its mailbox") {
+  const char* kinds[] = {"down message of another dispatcher", "kernel_done of an older run", "op_failed of an older run",
+                         "copy_done of an older run", "end of another run", "execute of an older run"};
+  for (const std::string k : kinds) {
+    CAPTURE(k);
+    fixture f;
+    std::vector<device_actor> devs;
+    for (device_index d = 0; d < 2; ++d) {
+      device_options o;
+      o.index = d;
+      o.kernels = make_backend("null");
+      devs.push_back(spawn_device(*f.sys, o));
+    }
+    auto plan = make_plan(devs, false);  // dispatcher release: the device runs what it is told
+    caf::scoped_actor self{*f.sys, true};  // plays the dispatcher
+    caf::scoped_actor gone{*f.sys, true};  // an earlier run's dispatcher
+    self->send(devs[0], begin_atom::value, plan_ref{plan});
+    f.sched->run();
+    bool begun = false;
+    self->receive([&](caf::ok_atom) { begun = true; });
+    REQUIRE(begun);
+    // Both messages are queued before the device runs: it handles `execute` with the stale one waiting.
+    self->send(devs[0], execute_atom::value, plan->run, std::vector<op_index>{0});
+    auto dev = caf::actor_cast<caf::actor>(devs[0]);
+    const std::uint64_t old = plan->run - 1;
+    if (k.starts_with("down")) caf::anon_send(dev, caf::down_msg{gone->address(), caf::exit_reason::normal});
+    if (k.starts_with("kernel_done")) self->send(devs[0], kernel_done_msg{old, 0, 0, 0, tensor_ref{}});
+    if (k.starts_with("op_failed")) self->send(devs[0], op_failed_msg{old, 0, 0, "stale"});
+    if (k.starts_with("copy_done")) self->send(devs[0], copy_done_msg{old, 0, 1, 0, 0, tensor_ref{}});
+    if (k.starts_with("end")) self->send(devs[0], end_atom::value, plan->run + 1);
+    if (k.starts_with("execute")) self->send(devs[0], execute_atom::value, old, std::vector<op_index>{0});
+    f.sched->run();
+    std::vector<op_index> reported;
+    self->receive([&](std::vector<op_done_msg>& batch) {
+                    for (auto& m : batch) reported.push_back(m.op);
+                  },
+                  caf::after(std::chrono::seconds(0)) >> [] {});
+    REQUIRE(reported.size() == 1);  // nothing at all before the fix
+    CHECK(reported[0] == 0);
+    for (auto& d : devs) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    f.sched->run();
+  }
+}
