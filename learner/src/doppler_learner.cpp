@@ -4,6 +4,8 @@
 #include <doppler/learner/trainer.hpp>
 #include <doppler/runtime/error.hpp>
 
+#include "fnv1a.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -13,6 +15,36 @@
 namespace doppler::learner {
 
 namespace {
+
+/// What identifies a problem: the content of the graph (every op's kind, shape, inputs, FLOPs and
+/// output bytes) and of the cluster (every device's kind, FLOP/s and memory, every link), not their
+/// names — a graph and its bf16 copy (same name, sizes and FLOPs, half the bytes) are two problems;
+/// the same graph under another name is one.
+std::uint64_t content_of(const graph& g, const cluster& c) {
+  detail::fnv1a h;
+  h.value(g.size());
+  for (const op& o : g.ops()) {
+    h.value(o.kind);
+    h.values(o.shape);
+    h.values(o.inputs);
+    h.value(o.flops);
+    h.value(o.bytes);
+  }
+  h.value(c.device_count());
+  for (const device& d : c.devices()) {
+    h.value(d.kind);
+    h.value(d.flops);
+    h.value(d.memory);
+  }
+  h.value(c.links().size());
+  for (const link& l : c.links()) {
+    h.value(l.src);
+    h.value(l.dst);
+    h.value(l.bandwidth);
+    h.value(l.latency);
+  }
+  return h.digest();
+}
 
 class doppler_learner final : public learner_interface {
  public:
@@ -131,6 +163,7 @@ class doppler_learner final : public learner_interface {
   /// the phase-III episodes of its placements, their measurements, its cost baseline.
   struct problem_state {
     int id = 0;                  // evaluations refer to the problem by it
+    std::uint64_t content = 0;   // content_of(g, c): the problem's identity
     std::uint64_t used = 0;      // when last asked about (least recently used goes first)
     std::unique_ptr<graph> g;    // copies: the problem references them
     std::unique_ptr<cluster> c;
@@ -144,11 +177,6 @@ class doppler_learner final : public learner_interface {
     double cost_sum = 0;            // the running-mean baseline of observed costs
     std::size_t cost_n = 0;
 
-    /// Identity of a problem: name, sizes and total FLOPs of the graph; name and size of the cluster.
-    bool is(const graph& g2, const cluster& c2) const {
-      return g->name() == g2.name() && g->size() == g2.size() && g->edge_count() == g2.edge_count() &&
-             g->total_flops() == g2.total_flops() && c->name() == c2.name() && c->device_count() == c2.device_count();
-    }
     measured* find(const placement& p) {
       for (auto& m : seen)
         if (same_placement(m.p, p)) return &m;
@@ -328,8 +356,9 @@ class doppler_learner final : public learner_interface {
   /// that replaces the least recently used, whose measurements leave the evaluations with it.
   problem_state& state_for(const graph& g, const cluster& c) {
     ++clock_;
+    const std::uint64_t content = content_of(g, c);
     for (auto& s : states_)
-      if (s->is(g, c)) {
+      if (s->content == content && s->g->size() == g.size() && s->c->device_count() == c.device_count()) {
         s->used = clock_;
         return *s;
       }
@@ -342,6 +371,7 @@ class doppler_learner final : public learner_interface {
     }
     auto st = std::make_unique<problem_state>();
     st->id = next_id_++;
+    st->content = content;
     st->used = clock_;
     st->g = std::make_unique<graph>(g);
     st->c = std::make_unique<cluster>(c);

@@ -1,6 +1,7 @@
 #pragma once
 // policy::impl and what policy.cpp (rollouts) and policy_update.cpp (updates, checkpoints) share.
 // LibTorch: include only from learner/src.
+#include "fnv1a.hpp"
 #include "net.hpp"
 
 #include <doppler/learner/policy.hpp>
@@ -16,34 +17,12 @@ namespace doppler::learner {
 
 namespace detail {
 
-/// FNV-1a, 64 bit: problem::fingerprint and the checkpoint checksum.
-class fnv1a {
- public:
-  void bytes(const void* data, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-      h_ ^= b[i];
-      h_ *= 1099511628211ULL;
-    }
-  }
-  template <class T>
-  void value(const T& v) { bytes(&v, sizeof v); }
-  template <class T>
-  void values(const std::vector<T>& v) {
-    value(v.size());
-    bytes(v.data(), v.size() * sizeof(T));
-  }
-  /// A tensor's bytes ("-" for an undefined one).
-  void tensor(const torch::Tensor& t) {
-    if (!t.defined()) return bytes("-", 1);
-    const torch::Tensor c = t.detach().contiguous();
-    bytes(c.data_ptr(), c.nbytes());
-  }
-  std::uint64_t digest() const { return h_; }
-
- private:
-  std::uint64_t h_ = 1469598103934665603ULL;
-};
+/// A tensor's bytes into `h` ("-" for an undefined one): the checkpoint checksum.
+inline void hash_tensor(fnv1a& h, const torch::Tensor& t) {
+  if (!t.defined()) return h.bytes("-", 1);
+  const torch::Tensor c = t.detach().contiguous();
+  h.bytes(c.data_ptr(), c.nbytes());
+}
 
 /// Copies a tensor's values into a float vector.
 inline std::vector<float> to_vector(const torch::Tensor& t) {

@@ -34,7 +34,7 @@ std::string torch_reason(const std::exception& ex) {
 std::int64_t parameter_digest(const torch::nn::Module& m, const torch::optim::Adam& adam,
                               const std::map<std::uint64_t, instance_offsets>& offsets) {
   detail::fnv1a h;
-  auto mix = [&](const torch::Tensor& t) { h.tensor(t); };
+  auto mix = [&](const torch::Tensor& t) { detail::hash_tensor(h, t); };
   // Adam keys its per-parameter state by the parameter's TensorImpl address (as its own
   // serializer does), so the state is visited in parameter order.
   auto mix_adam = [&](const std::vector<torch::Tensor>& params, const torch::optim::Adam& opt) {

@@ -387,3 +387,55 @@ TEST_CASE("doppler learner measured model selection over two problems with a mar
   for (int k = 0; k < 24; ++k) l->observe(b, c, b1, 1.0);
   CHECK(stats_of(*l).selected_update == after);
 }
+
+namespace {
+
+/// A small MLP block in dtype t under this name: x·w1 → silu → ·w2 → + x.
+graph mlp_block(const std::string& name, dtype t) {
+  graph_builder b(name, t);
+  b.input("x", {256, 256});
+  b.input("w1", {256, 512});
+  b.input("w2", {512, 256});
+  b.matmul("h", "x", "w1");
+  b.unary(op_kind::silu, "a", "h");
+  b.matmul("o", "a", "w2");
+  b.binary(op_kind::add, "y", "o", "x");
+  return std::move(b).build();
+}
+
+}  // namespace
+
+TEST_CASE("doppler learner problems are told apart by their content not by their names") {
+  cluster c = make_preset("doppler-paper:4");
+  graph a = mlp_block("block", dtype::f32), half = mlp_block("block", dtype::bf16), renamed = mlp_block("copy", dtype::f32);
+  // What used to identify a problem is equal: name, sizes, edges, FLOPs. Only the bytes differ.
+  REQUIRE(a.name() == half.name());
+  REQUIRE(a.size() == half.size());
+  REQUIRE(a.edge_count() == half.edge_count());
+  REQUIRE(a.total_flops() == half.total_flops());
+  REQUIRE(a[3].bytes == 2 * half[3].bytes);
+  auto l = make_doppler_learner(learner_config{}.with_seed(4), small());
+  placement ga = l->place(a, c, false, 0);
+  CHECK(stats_of(*l).problems == 1);
+  placement gh = l->place(half, c, false, 0);
+  CHECK(stats_of(*l).problems == 2);
+  l->place(renamed, c, false, 0);  // the same content under another name: the same problem
+  CHECK(stats_of(*l).problems == 2);
+  // A cluster with the same name and size, one device half as fast: another problem.
+  std::vector<device> devs(c.devices().begin(), c.devices().end());
+  devs[0].flops /= 2;
+  cluster slow(c.name(), devs, {c.switches().begin(), c.switches().end()}, {c.link_specs().begin(), c.link_specs().end()});
+  l->place(a, slow, false, 0);
+  CHECK(stats_of(*l).problems == 3);
+  // Measurements stay with their problem: a faster placement measured on the bf16 copy becomes its
+  // greedy placement (best measured) and not the f32 graph's. (`other` is not the learner's own, so
+  // observing it moves no parameters: only the measured placements can change the greedy answers.)
+  l->observe(a, c, ga, 2.0);
+  l->observe(half, c, gh, 2.0);
+  placement other = gh;
+  other.device[3] = (gh.device[3] + 1) % 4;
+  l->observe(half, c, other, 1.0);
+  CHECK(stats_of(*l).updates == 0);
+  CHECK(l->place(half, c, false, 0).device == other.device);
+  CHECK(l->place(a, c, false, 0).device == ga.device);
+}

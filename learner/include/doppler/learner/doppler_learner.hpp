@@ -27,8 +27,8 @@
 ///   difference (margin 0: slower at all) — a gain on one graph does not pay for a loss on another. Every later measurement of an evaluated placement adds to its statistics. Training
 ///   continues from the latest parameters; the optimizer state written with selected older
 ///   parameters is fresh.
-/// - several problems: the learner keeps each problem's (graph, cluster: same name, sizes and
-///   FLOPs) state apart — its exploring episodes, update batch, baseline and measured placements —
+/// - several problems: the learner keeps each problem's (graph, cluster: the same content — every
+///   op's kind, shape, inputs, FLOPs and bytes, every device and link; names do not count) state apart — its exploring episodes, update batch, baseline and measured placements —
 ///   for the 16 most recently used; one REINFORCE step takes one problem's batch.
 /// - train: phase II (REINFORCE in the simulator, `learner_config::sim`) for that many episodes.
 /// - save / load: the policy checkpoint (policy::save / policy::load).

@@ -116,7 +116,7 @@ class assignment_env {
   op_index est_op_ = static_cast<op_index>(-1);
   placement p_;
   double schedule_end_ = 0;
-  std::unique_ptr<detail::arrival_estimator> arrivals_;  // planned transfers only
+  std::unique_ptr<doppler::detail::arrival_estimator> arrivals_;  // planned transfers only
   const placement* teacher_ = nullptr;  // null: cp's rule
   std::vector<std::uint32_t> teacher_rank_;  // position in teacher_->order (empty: no order)
   std::vector<std::vector<op_index>> teacher_queue_;  // per teacher device, its ops in order
