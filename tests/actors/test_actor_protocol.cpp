@@ -33,6 +33,18 @@ struct fixture {
     sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
   }
 
+  /// Real device actors 0..n-1 with the `null` backend.
+  std::vector<device_actor> null_devices(device_index n) {
+    std::vector<device_actor> devs;
+    for (device_index d = 0; d < n; ++d) {
+      device_options o;
+      o.index = d;
+      o.kernels = make_backend("null");
+      devs.push_back(spawn_device(*sys, o));
+    }
+    return devs;
+  }
+
   /// Spawns a dispatcher for `plan`, starts it and runs the coordinator until nothing is left to do;
   /// returns the run's report.
   run_report run_to_report(std::shared_ptr<run_plan> plan) {
@@ -242,13 +254,7 @@ TEST_CASE("the message sequence of a 3-op graph over two devices (device release
 
 TEST_CASE("real device actors (null backend) under the test coordinator") {
   fixture f;
-  std::vector<device_actor> devs;
-  for (device_index d = 0; d < 2; ++d) {
-    device_options o;
-    o.index = d;
-    o.kernels = make_backend("null");
-    devs.push_back(spawn_device(*f.sys, o));
-  }
+  std::vector<device_actor> devs = f.null_devices(2);
   auto plan = make_plan(devs);
   std::uint64_t run = 10;
   for (auto [mode, device_release] : {std::pair{exec_mode::wc, true}, std::pair{exec_mode::wc, false},
@@ -323,13 +329,7 @@ TEST_CASE("a device reports a finished op when a stale message is next in its ma
   for (const std::string k : kinds) {
     CAPTURE(k);
     fixture f;
-    std::vector<device_actor> devs;
-    for (device_index d = 0; d < 2; ++d) {
-      device_options o;
-      o.index = d;
-      o.kernels = make_backend("null");
-      devs.push_back(spawn_device(*f.sys, o));
-    }
+    std::vector<device_actor> devs = f.null_devices(2);
     auto plan = make_plan(devs, false);  // dispatcher release: the device runs what it is told
     caf::scoped_actor self{*f.sys, true};  // plays the dispatcher
     caf::scoped_actor gone{*f.sys, true};  // an earlier run's dispatcher
