@@ -423,8 +423,8 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         auto& st = self->state;
         if (!st.active || run != st.run) return settle(self);
         for (op_index i : ops)
-          if (!start_relay(self, i)) return;
-        flush_done(self);
+          if (!start_relay(self, i)) break;
+        settle(self);
       },
       [=](chunk_atom, std::uint64_t run, op_index i, std::uint32_t leg, tensor_ref& from) {
         auto& st = self->state;
@@ -457,6 +457,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         if (!st.active || m.run != st.run) return settle(self);
         m.device = st.opt.index;
         self->send(st.dispatcher, std::move(m));
+        settle(self);
       },
       [=](copy_done_msg& m) {
         auto& st = self->state;
