@@ -32,8 +32,9 @@ void add_run_commands(CLI::App& app);
 void add_learn_commands(CLI::App& app);
 
 /// First thing in main(): sets OPENBLAS_CORETYPE=Haswell and ATEN_CPU_CAPABILITY=avx2 where the CPU
-/// has AVX2 and FMA, unless the user set them or DOPPLER_NATIVE_KERNELS=1 (kernels.cpp says why) and, when the OpenBLAS loaded before main runs others,
-/// starts this program again with the same arguments (execv) so that it loads with the pinned ones.
+/// has AVX2 and FMA, unless the user set them or DOPPLER_NATIVE_KERNELS=1 (kernels.cpp says why), and
+/// when the OpenBLAS loaded before main runs other kernels, starts this program again with the same
+/// arguments (execv) so that it loads with the pinned ones.
 /// Every process started from here (doppler-learn, by forward_to_learn_twin) inherits them.
 void restart_with_pinned_kernels(char** argv);
 

@@ -30,7 +30,7 @@ EXPLORE=${EXPLORE:-0.2} STRAGGLER=${STRAGGLER:-cpu0:3}
 SLOW=()
 [[ $STRAGGLER == none ]] || SLOW=(--straggler "$STRAGGLER")
 mkdir -p "$OUT/train" "$OUT/runs"
-G=$OUT/lb.json
+source "$(dirname "$0")/lib/calibrated_block.sh"
 # summary: the table of the runs in $OUT/runs
 summary() {
 python3 - "$OUT" "$SEEDS" "$ROUNDS" "$RUNS" <<'EOF'
@@ -69,22 +69,13 @@ print("\nonline / greedy, greedy runs of the last third: " + ", ".join(f"seed {s
 EOF
 }
 [[ -z ${SUMMARY_ONLY:-} ]] || { summary; exit 0; }
-load() { echo "$(date -u '+%F %T UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
-
-echo "== $(date -u '+%F %T UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== $("$D" --version)"
+calibrated_block
 echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH); $ROUNDS rounds x 2 arms x $RUNS runs; explore $EXPLORE; straggler $STRAGGLER"
-"$D" workload llama-block --dim "$DIM" --heads "$HEADS" --seq "$SEQ" --shards "$SHARDS" -q -o "$G"
-"$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost.json" > "$OUT/calibrate.txt"
-SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
-[[ -n $SPEC ]] || { echo "no cluster spec in calibrate's output" >&2; exit 1; }
-echo "== cluster $SPEC"
 
 for s in $SEEDS; do
   echo "== seed $s: phases I+II ($(load))"
-  "$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH" \
-      --il-episodes "$IL" --rl-episodes "$RL" --seed "$s" -o "$OUT/train/p2-$s.pt" 2>&1 |
-    grep -v '^\(il\|rl\) *\[' > "$OUT/train/p2-$s.txt"
+  train_as "p2-$s" "$s" "$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc \
+      --batch "$BATCH" --il-episodes "$IL" --rl-episodes "$RL" > /dev/null
 done
 
 # deploy ARM SEED ROUND: one `doppler run --online` process into runs/ARM-SEED-ROUND.json

@@ -40,16 +40,10 @@ LEARNED=${LEARNED:-}
 SLOW_TRAIN=() SLOW_RUN=()
 if [[ -n ${STRAGGLER:-} ]]; then SLOW_TRAIN=(--real-straggler "$STRAGGLER"); SLOW_RUN=(--straggler "$STRAGGLER"); fi
 mkdir -p "$OUT/placements" "$OUT/train"
-G=$OUT/lb.json
-load() { echo "$(date -u '+%F %T UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
+source "$(dirname "$0")/lib/calibrated_block.sh"
 
-echo "== $(date -u '+%F %T UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== $("$D" --version)"
+calibrated_block
 echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), phase III $REAL episodes x $REAL_REPEAT runs (batch $REAL_BATCH, greedy measured every $REAL_EVAL updates); $ROUNDS rounds x $REPEAT runs; straggler ${STRAGGLER:-none}"
-"$D" workload llama-block --dim "$DIM" --heads "$HEADS" --seq "$SEQ" --shards "$SHARDS" -q -o "$G"
-"$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost.json" | tee "$OUT/calibrate.txt"
-SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
-[[ -n $SPEC ]] || { echo "no cluster spec in calibrate's output" >&2; exit 1; }
 read -r -a EXTRA <<< "${TRAIN_ARGS:-}"
 T0=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH")
 T=("${T0[@]}" "${EXTRA[@]}")  # DOPPLER's trainings; the LEARNED baselines get T0 (their own defaults)
@@ -59,13 +53,6 @@ for m in $PLACERS; do
   "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method "$m" -o "$OUT/placements/$m.json" > /dev/null
   P+=("$m")
 done
-# train_as NAME SEED ARGS...: `doppler train ARGS` into train/NAME.{pt,csv,txt} (progress bars dropped)
-train_as() {
-  local name=$1 seed=$2
-  shift 2
-  "$@" --seed "$seed" --csv "$OUT/train/$name.csv" -o "$OUT/train/$name.pt" 2>&1 |
-    grep -v '^\(il\|rl\|real\) *\[' | tee "$OUT/train/$name.txt"
-}
 # place_as NAME: the greedy placement of train/NAME.pt into placements/NAME.json, measured below
 place_as() {
   "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method doppler \

@@ -358,7 +358,7 @@ class doppler_learner final : public learner_interface {
     ++clock_;
     const std::uint64_t content = content_of(g, c);
     for (auto& s : states_)
-      if (s->content == content && s->g->size() == g.size() && s->c->device_count() == c.device_count()) {
+      if (s->content == content) {
         s->used = clock_;
         return *s;
       }

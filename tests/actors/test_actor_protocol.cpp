@@ -11,6 +11,7 @@
 #include <caf/scheduler/test_coordinator.hpp>
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -324,10 +325,27 @@ TEST_CASE("a device that never answers: the timeout ends the run naming the op")
 // send them: otherwise the finished op is never reported and the run hangs until its timeout (once
 // in ~12,000 remote runs under load, before this was fixed).
 TEST_CASE("a device reports a finished op when a stale message is next in its mailbox") {
-  const char* kinds[] = {"down message of another dispatcher", "kernel_done of an older run", "op_failed of an older run",
-                         "copy_done of an older run", "end of another run", "execute of an older run"};
-  for (const std::string k : kinds) {
-    CAPTURE(k);
+  // Each sends one stale message to device `dev` of a run numbered `run`; `gone` is an earlier run's
+  // dispatcher.
+  using stale_send = std::function<void(caf::scoped_actor&, const caf::actor& dev, const caf::actor_addr& gone,
+                                        std::uint64_t run)>;
+  const std::vector<std::pair<std::string, stale_send>> stale = {
+      {"down message of another dispatcher",
+       [](auto& self, auto& dev, auto& gone, auto) { self->send(dev, caf::down_msg{gone, caf::exit_reason::normal}); }},
+      {"kernel_done of an older run",
+       [](auto& self, auto& dev, auto&, auto run) { self->send(dev, kernel_done_msg{run - 1, 0, 0, 0, tensor_ref{}}); }},
+      {"op_failed of an older run",
+       [](auto& self, auto& dev, auto&, auto run) { self->send(dev, op_failed_msg{run - 1, 0, 0, "stale"}); }},
+      {"copy_done of an older run",
+       [](auto& self, auto& dev, auto&, auto run) { self->send(dev, copy_done_msg{run - 1, 0, 1, 0, 0, tensor_ref{}}); }},
+      {"end of another run", [](auto& self, auto& dev, auto&, auto run) { self->send(dev, end_atom::value, run + 1); }},
+      {"execute of an older run",
+       [](auto& self, auto& dev, auto&, auto run) {
+         self->send(dev, execute_atom::value, run - 1, std::vector<op_index>{0});
+       }},
+  };
+  for (const auto& [kind, send_stale] : stale) {
+    CAPTURE(kind);
     fixture f;
     std::vector<device_actor> devs = f.null_devices(2);
     auto plan = make_plan(devs, false);  // dispatcher release: the device runs what it is told
@@ -340,14 +358,10 @@ TEST_CASE("a device reports a finished op when a stale message is next in its ma
     REQUIRE(begun);
     // Both messages are queued before the device runs: it handles `execute` with the stale one waiting.
     self->send(devs[0], execute_atom::value, plan->run, std::vector<op_index>{0});
-    auto dev = caf::actor_cast<caf::actor>(devs[0]);
-    const std::uint64_t old = plan->run - 1;
-    if (k.starts_with("down")) caf::anon_send(dev, caf::down_msg{gone->address(), caf::exit_reason::normal});
-    if (k.starts_with("kernel_done")) self->send(devs[0], kernel_done_msg{old, 0, 0, 0, tensor_ref{}});
-    if (k.starts_with("op_failed")) self->send(devs[0], op_failed_msg{old, 0, 0, "stale"});
-    if (k.starts_with("copy_done")) self->send(devs[0], copy_done_msg{old, 0, 1, 0, 0, tensor_ref{}});
-    if (k.starts_with("end")) self->send(devs[0], end_atom::value, plan->run + 1);
-    if (k.starts_with("execute")) self->send(devs[0], execute_atom::value, old, std::vector<op_index>{0});
+    send_stale(self, caf::actor_cast<caf::actor>(devs[0]), gone->address(), plan->run);
+    auto* dev = dynamic_cast<caf::scheduled_actor*>(caf::actor_cast<caf::abstract_actor*>(devs[0]));
+    REQUIRE(dev != nullptr);
+    REQUIRE(dev->mailbox().count() == 2);  // `execute`, then the stale message
     f.sched->run();
     std::vector<op_index> reported;
     self->receive([&](std::vector<op_done_msg>& batch) {
