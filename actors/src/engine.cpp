@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <numeric>
 
@@ -35,6 +36,7 @@ struct engine::impl {
   std::vector<actors::device_actor> devices;
   std::vector<std::string> where;  // per device: "" (here) or "worker HOST:PORT"
   std::vector<bool> lost;          // a worker's device that no longer answers (until attached again)
+  std::map<std::string, std::pair<std::string, std::uint16_t>> workers;  // "worker HOST:PORT" -> its address
   std::vector<actors::device_actor> stand_in;  // per lost device: a local device of failover runs (no ops)
   std::atomic<std::uint64_t> next_run{1};
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
@@ -316,6 +318,28 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
     failed = "serves no devices";
   if (!failed.empty()) throw run_failure(where + ": " + failed, std::nullopt, std::nullopt);
 
+  // Introduce it to the other workers this engine holds (protocol.hpp, `peer`): their devices send
+  // tensors to each other over a connection of their own, which outlives this engine's process.
+  std::vector<std::pair<std::string, std::pair<std::string, std::uint16_t>>> others;
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (const auto& [other, address] : impl_->workers) {
+      bool serving = false;
+      for (device_index d = 0; d < impl_->where.size(); ++d) serving |= impl_->where[d] == other && !impl_->lost[d];
+      if (other != where && serving) others.emplace_back(other, address);
+    }
+  }
+  for (const auto& [other, address] : others) {
+    self->request(*w, std::chrono::seconds(15), actors::peer_atom::value, address.first, address.second)
+        .receive([&](std::string& why) { failed = std::move(why); },
+                 [&](caf::error& err) { failed = "no answer to peer: " + impl_->sys.render(err); });
+    if (!failed.empty())
+      throw run_failure(where + " cannot reach " + other + " (the devices of different workers send tensors to each "
+                                "other directly: every worker must reach the others at the HOST:PORT given here): " +
+                            failed,
+                        std::nullopt, std::nullopt);
+  }
+
   std::lock_guard lock(impl_->mutex);
   std::vector<device_index> mapped;
   if (info.named) {  // by id: the worker loaded the same cluster
@@ -339,6 +363,7 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
     impl_->devices[d] = caf::actor_cast<actors::device_actor>(info.devices[k]);
     impl_->where[d] = where;
   }
+  impl_->workers[where] = {host, port};
   return mapped;
 }
 

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
 
 namespace doppler {
 
@@ -23,6 +24,7 @@ namespace {
 struct worker_state {
   actors::worker_info info;
   std::string token;
+  caf::io::middleman_actor net;  // CAF's middleman (or its openssl twin): connects to peer workers
   std::function<actors::device_actor(device_index)> respawn;  // a new device actor for served device k
   static inline const char* name = "doppler.worker";
 };
@@ -32,9 +34,11 @@ struct worker_state {
 /// hands out live devices; engines holding the old handle see it dead and must attach again.
 actors::worker_actor::behavior_type worker_impl(actors::worker_actor::stateful_pointer<worker_state> self,
                                                 actors::worker_info info, std::string token,
+                                                caf::io::middleman_actor net,
                                                 std::function<actors::device_actor(device_index)> respawn) {
   self->state.info = std::move(info);
   self->state.token = std::move(token);
+  self->state.net = std::move(net);
   self->state.respawn = std::move(respawn);
   for (auto& d : self->state.info.devices) self->monitor(d);
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -55,6 +59,20 @@ actors::worker_actor::behavior_type worker_impl(actors::worker_actor::stateful_p
           return no;
         }
         return st.info;
+      },
+      // peer(host, port): a direct connection to another worker of the same runs (protocol.hpp). The
+      // answer waits for CAF's handshake, so the engine's next run finds the route in place.
+      [=](actors::peer_atom, std::string host, std::uint16_t port) -> caf::result<std::string> {
+        auto rp = self->make_response_promise<std::string>();
+        std::string where = host + ":" + std::to_string(port);
+        self->request(self->state.net, std::chrono::seconds(10), caf::connect_atom::value, std::move(host), port)
+            .then([rp](const caf::node_id&, caf::strong_actor_ptr&, const std::set<std::string>&) mutable {
+                    rp.deliver(std::string{});
+                  },
+                  [rp, where, self](caf::error& err) mutable {
+                    rp.deliver("cannot connect to worker " + where + ": " + self->system().render(err));
+                  });
+        return rp;
       },
   };
 }
@@ -113,7 +131,11 @@ worker::worker(cluster c, std::vector<device_index> devices, engine_options opt,
   }
   impl_->ids = info.ids;
   impl_->token = w.token;
-  impl_->self = impl_->sys.spawn(worker_impl, std::move(info), w.token, spawn);
+  caf::io::middleman_actor net = impl_->sys.middleman().actor_handle();
+#ifdef DOPPLER_HAVE_CAF_OPENSSL
+  if (impl_->opt.tls()) net = impl_->sys.openssl_manager().actor_handle();
+#endif
+  impl_->self = impl_->sys.spawn(worker_impl, std::move(info), w.token, std::move(net), spawn);
   // reuse_addr: a restarted worker can listen on its old port at once
   auto port = [&] {
 #ifdef DOPPLER_HAVE_CAF_OPENSSL

@@ -294,6 +294,26 @@ TEST_CASE("attach_worker: no network, an unreachable worker, devices that do not
   CHECK_THROWS_AS(e.attach_worker("127.0.0.1", other.port()), doppler::error);
 }
 
+TEST_CASE("attach_worker fails clearly when the new worker cannot reach a worker the engine holds") {
+  cluster c = make_preset("cpu:4");
+  std::optional<worker> a;
+  a.emplace(c, std::vector<device_index>{0, 1});
+  const std::string a_at = "worker 127.0.0.1:" + std::to_string(a->port());
+  engine e(c, engine_options{}.with_network());
+  e.attach_worker("127.0.0.1", a->port());
+  a.reset();  // gone, and the engine has not run since: it still counts on a's devices
+  worker b(c, {2, 3});
+  try {
+    e.attach_worker("127.0.0.1", b.port());
+    FAIL("a worker that cannot reach its peer must not be attached");
+  } catch (const run_failure& f) {
+    const std::string what = f.what();
+    CHECK(what.find("worker 127.0.0.1:" + std::to_string(b.port()) + " cannot reach " + a_at) != std::string::npos);
+    CHECK(what.find("cannot connect to worker 127.0.0.1:" + a_at.substr(a_at.rfind(':') + 1)) != std::string::npos);
+  }
+  CHECK(e.location(2).empty());  // b's devices were not taken
+}
+
 TEST_CASE("a llama block over 2 worker processes x 2 devices equals the single-process run") {
   worker_process a({"--devices", "cpu:2"}), b({"--devices", "cpu:2", "--listen", "127.0.0.1:0"});
   REQUIRE(a.port() != 0);
@@ -323,6 +343,25 @@ TEST_CASE("a llama block over 2 worker processes x 2 devices equals the single-p
   third.attach_worker("127.0.0.1", a.port());
   third.attach_worker("127.0.0.1", b.port());
   check_equals_reference(g, third.run(g, p, run_options{}.with_seed(5).keep_all()), 5);
+}
+
+TEST_CASE("two workers serve the next engine after the engine that first used them is gone") {
+  // Each `doppler run` is a new process. Worker a's devices send tensors to worker b's: if that traffic
+  // went through the engine that introduced the two (CAF's indirect route), it would have no route once
+  // that engine's process ended, and every later run would lose its tensors and hang.
+  worker_process a({"--devices", "cpu:2"}), b({"--devices", "cpu:2"});
+  cluster c = make_preset("cpu:4");
+  graph g = small_llama();
+  placement p = round_robin(g, c);
+  for (std::uint64_t seed : {3, 4, 5}) {
+    CAPTURE(seed);
+    engine e(c, engine_options{}.with_network().with_timeout(20s));
+    e.attach_worker("127.0.0.1", a.port());
+    e.attach_worker("127.0.0.1", b.port());
+    auto r = e.run(g, p, run_options{}.with_seed(seed).keep_all());
+    check_equals_reference(g, r, seed);
+    CHECK(r.transfers.back() > 0);
+  }  // each engine (its actor system, its connections) ends before the next begins
 }
 
 TEST_CASE("a worker killed mid-run ends the run within 2 s naming it and a restarted worker is reattached") {
@@ -485,6 +524,14 @@ TEST_CASE("TLS: a worker and an engine with certificates run over CAF's openssl 
   CHECK(e.attach_worker("127.0.0.1", w->port()) == std::vector<device_index>{2, 3});
   graph g = small_llama();
   check_equals_reference(g, e.run(g, round_robin(g, c), run_options{}.with_seed(8).keep_all()), 8);
+  // two TLS workers: the second is introduced to the first (`peer`) over TLS, by one engine after another
+  auto w0 = std::make_unique<worker>(c, std::vector<device_index>{0, 1}, tls);
+  for (std::uint64_t seed : {9, 10}) {
+    engine both(c, engine_options(tls).with_network().with_timeout(20s));
+    CHECK(both.attach_worker("127.0.0.1", w0->port()) == std::vector<device_index>{0, 1});
+    CHECK(both.attach_worker("127.0.0.1", w->port()) == std::vector<device_index>{2, 3});
+    check_equals_reference(g, both.run(g, round_robin(g, c), run_options{}.with_seed(seed).keep_all()), seed);
+  }
 
   // a plain-TCP engine cannot talk to the TLS worker: a clear error, no hang
   engine plain(c, engine_options{}.with_network());

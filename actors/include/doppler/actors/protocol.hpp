@@ -37,6 +37,12 @@
 /// middleman); an engine connects, says `hello(token)` and gets the worker's device handles back:
 ///
 ///   engine ──hello(token)──▶ worker ──worker_info{devices}──▶ engine   (then devices as above)
+///   engine ──peer(host, port)──▶ worker ──"" or why not──▶ engine         (once per other worker)
+///
+/// - `peer`: the engine introduces each worker it attaches to every other worker it holds, and the
+///   worker connects to that one itself. Devices of different workers then send tensors to each other
+///   over their own connection; without it CAF routes their messages through the engine's process,
+///   a route that ends with that process, so the next `doppler run` lost every tensor between workers.
 ///
 /// - The learner actor (learner.hpp) serves any `learner_interface` (runtime/learner.hpp) by the
 ///   same protocol: `place` (greedy or exploring), `observe` (a measured makespan; the learner updates
@@ -214,6 +220,7 @@ CAF_ADD_ATOM(doppler_actors, doppler::actors, chunk_atom, "dp_chunk")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, plan_atom, "dp_plan")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, stats_atom, "dp_stats")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, hello_atom, "dp_hello")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, peer_atom, "dp_peer")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, place_atom, "dp_place")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, observe_atom, "dp_observe")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, train_atom, "dp_train")
@@ -273,7 +280,9 @@ using comm_planner_actor = caf::typed_actor<
 /// The one actor a worker process publishes: the handshake that hands out its device actors.
 using worker_actor = caf::typed_actor<
     /// hello(token): the served devices when the token matches the worker's (or it has none).
-    caf::replies_to<hello_atom, std::string>::with<worker_info>>;
+    caf::replies_to<hello_atom, std::string>::with<worker_info>,
+    /// peer(host, port): connect to the worker listening there; "" once connected, else the reason.
+    caf::replies_to<peer_atom, std::string, std::uint16_t>::with<std::string>>;
 
 /// The learner (learner.hpp): any `learner_interface`, one request at a time, on its own thread
 /// (updates may take a while). A learner's `doppler::error` comes back as a caf::error whose context
