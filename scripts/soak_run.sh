@@ -13,8 +13,13 @@
 # BUSY [2] busy loops, TIMEOUT [60] seconds per invocation (the run's own --timeout is a third of it),
 # REPEAT [200] runs per invocation, BACKEND [null] (the workers' and the local devices' kernels: null
 # runs the protocol at full speed; cpu runs real kernels), CASES [all]: a subset of
-#   local-planned local-online workers workers-planned workers-online
-# Exit status: 0 when every invocation finished, 1 otherwise.
+#   local-planned local-online workers workers-planned workers-online   direct / planned / online
+#   workers-doppler   the DOPPLER learner (an untrained policy in doppler-learn) learning online
+#   failover          `--failover` over worker a and a third worker started for the invocation and
+#                     killed (SIGKILL) at a random moment: the run must finish on the survivors, or
+#                     fail at once naming the lost worker when it died before the runs began
+# (workers-doppler is left out when there is no doppler-learn beside $DOPPLER: a build without Torch).
+# Exit status: 0 when every invocation finished (or, for failover, failed clearly), 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOPPLER="${DOPPLER:-build/release/cli/doppler}"
@@ -23,8 +28,11 @@ BUSY="${BUSY:-2}"
 TIMEOUT="${TIMEOUT:-60}"
 REPEAT="${REPEAT:-200}"
 BACKEND="${BACKEND:-null}"
-CASES="${CASES:-local-planned local-online workers workers-planned workers-online}"
 [[ -x "$DOPPLER" ]] || { echo "soak_run.sh: no doppler binary $DOPPLER (cmake --build --preset release)" >&2; exit 2; }
+if [[ -z "${CASES:-}" ]]; then
+  CASES="local-planned local-online workers workers-planned workers-online failover"
+  [[ -x "$(dirname "$DOPPLER")/doppler-learn" ]] && CASES+=" workers-doppler"
+fi
 read -r -a cases <<<"$CASES"
 
 tmp=$(mktemp -d)
@@ -36,20 +44,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# start_worker NAME: a `doppler worker` of two devices in the background; sets $worker_pid and $worker_at.
+start_worker() {
+  "$DOPPLER" worker --devices cpu:2 --backend "$BACKEND" >"$tmp/worker-$1.log" 2>&1 &
+  worker_pid=$!
+  for _ in $(seq 100); do
+    grep -q 'listening on' "$tmp/worker-$1.log" && break
+    sleep 0.1
+  done
+  worker_at=$(grep -o 'listening on [^ ]*' "$tmp/worker-$1.log" | awk '{print $3}') ||
+    { echo "soak_run.sh: worker $1 did not start:" >&2; cat "$tmp/worker-$1.log" >&2; exit 2; }
+}
+
 # Two workers of two devices each, for the whole soak (as a user's cluster would be).
 workers=()
 for w in a b; do
-  "$DOPPLER" worker --devices cpu:2 --backend "$BACKEND" >"$tmp/worker-$w.log" 2>&1 &
-  pids+=($!)
-done
-for w in a b; do
-  for _ in $(seq 100); do
-    grep -q 'listening on' "$tmp/worker-$w.log" && break
-    sleep 0.1
-  done
-  at=$(grep -o 'listening on [^ ]*' "$tmp/worker-$w.log" | awk '{print $3}') ||
-    { echo "soak_run.sh: worker $w did not start:" >&2; cat "$tmp/worker-$w.log" >&2; exit 2; }
-  workers+=("$at")
+  start_worker "$w"
+  pids+=("$worker_pid")
+  workers+=("$worker_at")
 done
 for ((b = 0; b < BUSY; ++b)); do
   (while :; do :; done) &
@@ -65,20 +77,44 @@ case_args() {
     workers) echo "${run[*]} --workers ${workers[0]},${workers[1]}" ;;
     workers-planned) echo "${run[*]} --workers ${workers[0]},${workers[1]} --transfers planned" ;;
     workers-online) echo "${run[*]} --workers ${workers[0]},${workers[1]} --learner cp --online --explore 0.3" ;;
+    workers-doppler) echo "${run[*]} --workers ${workers[0]},${workers[1]} --learner doppler --online --explore 0.3" ;;
+    failover) echo "${run[*]} --workers ${workers[0]},$2 --failover" ;;
     *) echo "soak_run.sh: unknown case '$1'" >&2; exit 2 ;;
   esac
 }
 
-ok=0 hung=0 failed=0
+ok=0 hung=0 failed=0 fo_mid=0 fo_after=0 fo_before=0
 echo "soak: $N invocations of $DOPPLER run (cases: ${cases[*]}; $REPEAT runs each, backend $BACKEND)," \
   "workers ${workers[*]}, $BUSY busy loops, timeout ${TIMEOUT} s, $(date -u +%FT%TZ)"
 for ((i = 1; i <= N; ++i)); do
   c="${cases[$(((i - 1) % ${#cases[@]}))]}"
-  read -r -a args <<<"$(case_args "$c")"
+  victim=""
+  if [[ "$c" == failover ]]; then
+    start_worker "c$i"
+    victim=$worker_pid
+    # dies at a random moment in the invocation's first ~0.4 s (about the length of its runs)
+    (sleep "0.$((RANDOM % 4))$((RANDOM % 10))" && kill -9 "$victim" 2>/dev/null) &
+    args_text=$(case_args failover "$worker_at")
+  else
+    args_text=$(case_args "$c")
+  fi
+  read -r -a args <<<"$args_text"
   rc=0
   timeout "$TIMEOUT" "$DOPPLER" "${args[@]}" >"$tmp/out.json" 2>"$tmp/err.log" || rc=$?
+  if [[ -n "$victim" ]]; then
+    kill -9 "$victim" 2>/dev/null || true
+    wait "$victim" 2>/dev/null || true
+  fi
+  if [[ -n "$victim" ]]; then  # how the worker's death met the runs
+    if ((rc == 0)) && grep -q '"failovers"' "$tmp/out.json"; then fo_mid=$((fo_mid + 1))
+    elif ((rc == 0)); then fo_after=$((fo_after + 1))
+    else fo_before=$((fo_before + 1)); fi
+  fi
   if ((rc == 0)); then
     ok=$((ok + 1))
+  elif [[ -n "$victim" ]] && ((rc != 124)) && grep -q "worker $worker_at" "$tmp/err.log" &&
+    ! grep -q 'timed out' "$tmp/err.log"; then
+    ok=$((ok + 1))  # lost before the runs began (at attach): a clear error naming it is the right answer
   elif ((rc == 124)) || grep -q 'timed out' "$tmp/err.log"; then
     hung=$((hung + 1))
     echo "invocation $i ($c): did not finish: $(grep -m1 'error' "$tmp/err.log" || echo "killed after ${TIMEOUT} s")"
@@ -90,4 +126,7 @@ for ((i = 1; i <= N; ++i)); do
 done
 echo >&2
 echo "soak: $ok of $N finished, $hung hung, $failed failed ($(date -u +%FT%TZ))"
+((fo_mid + fo_after + fo_before == 0)) ||
+  echo "failover: $fo_mid lost a worker mid-run and finished on the survivors, $fo_after lost it after" \
+    "their runs, $fo_before before (at attach; an error naming it)"
 ((hung == 0 && failed == 0))
