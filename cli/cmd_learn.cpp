@@ -5,6 +5,11 @@
 #include "learn_real.hpp"
 #include "learn_resume.hpp"
 #include "learn_setup.hpp"
+#ifdef DOPPLER_HAVE_ACTORS
+#include "run_setup.hpp"
+
+#include <doppler/actors/backend.hpp>
+#endif
 
 #include <doppler/comm/multicast.hpp>
 #include <doppler/learner/curve.hpp>
@@ -165,6 +170,15 @@ void add_train(CLI::App& app) {
   cmd->add_option("--real-straggler", o->real_stragglers,
                   "Phase III: DEVICE:FACTOR, this device of the runtime is FACTOR times slower (as `run "
                   "--straggler`); phases I and II and the simulator are not told. Repeatable");
+  cmd->add_option("--real-backend", o->real_backend,
+                  "Phase III: the runtime's kernels, as `run --backend`: cpu, emulate, null, or cuda (this machine's "
+                  "GPU, each device a virtual device on it)")
+      ->capture_default_str();
+  cmd->add_option("--real-workers", o->real_workers,
+                  "Phase III: HOST:PORT[,HOST:PORT...] of `doppler worker`s serving the cluster's devices (as `run "
+                  "--workers`): the measured makespans are those of that deployment. One cluster only")
+      ->delimiter(',');
+  cmd->add_option("--token", o->token, "--real-workers: the token the workers require (default: $DOPPLER_TOKEN)");
   cmd->add_option("--batch", o->t.batch, "Episodes per update")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
   cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
@@ -377,6 +391,21 @@ void add_train(CLI::App& app) {
     if (real > 0)
       throw error(errc::bad_argument, "", "--real-episodes", "this build has no actor runtime (DOPPLER_WITH_ACTORS=OFF)");
 #endif
+    if ((o->real_backend != "cpu" || !o->real_workers.empty()) && real == 0)
+      throw error(errc::bad_argument, "", o->real_workers.empty() ? "--real-backend" : "--real-workers",
+                  "sets up phase III's runtime: needs --real-episodes");
+    if (!o->real_workers.empty() && clusters.size() > 1)
+      throw error(errc::bad_argument, "", "--real-workers", "serves one cluster's devices: give one --cluster");
+    std::vector<std::pair<std::string, std::uint16_t>> real_workers;  // checked before phase I runs
+#ifdef DOPPLER_HAVE_ACTORS
+    for (const auto& w : o->real_workers) real_workers.push_back(host_port(w, "--real-workers", false));
+    if (const auto names = actors::backend_names();
+        o->real_backend != "cuda" && std::find(names.begin(), names.end(), o->real_backend) == names.end())
+      throw error(errc::bad_argument, "", "--real-backend",
+                  "unknown backend '" + o->real_backend + "' (cpu, emulate, null, cuda)");
+    if (o->real_backend == "cuda")  // no GPU, or no CUDA in this build: say so before phases I and II run
+      (void)with_named_backend(engine_options{}, "cuda", clusters.front().device_count(), "--real-backend");
+#endif
     std::vector<std::vector<std::pair<device_index, double>>> slow;  // per cluster; checked before phase I runs
     for (const auto& ck : clusters) slow.push_back(parse_stragglers(o->real_stragglers, ck, "--real-straggler"));
     o->t.real_episodes = 0;  // phase III runs below, through the learner actor
@@ -415,6 +444,9 @@ void add_train(CLI::App& app) {
       ro.repeat = o->real_repeat;
       ro.check = o->real_check;
       ro.stragglers = std::move(slow);
+      ro.backend = o->real_backend;
+      ro.workers = std::move(real_workers);
+      ro.token = o->token;
       real_res = run_real_phase(std::move(pol), graphs, cluster_of, clusters.size(), cm, o->t, ro, o->out, r.curve);
       r.real_initial_greedy = real_res.graphs[0].initial_greedy;
       r.real_final_greedy = real_res.graphs[0].final_greedy;

@@ -2,6 +2,7 @@
 // only with the actor layer (DOPPLER_HAVE_ACTORS); cmd_learn.cpp refuses phase III without it.
 
 #include "learn_real.hpp"
+#include "run_setup.hpp"
 #include "summary.hpp"
 
 #ifdef DOPPLER_HAVE_ACTORS
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <limits>
 #include <memory>
 
@@ -51,9 +53,16 @@ real_phase_result run_real_phase(learner::policy pol, const std::vector<graph>& 
   // lives in the first engine's actor system and serves every graph, through a client per cluster.
   std::vector<std::unique_ptr<engine>> engines;
   for (std::size_t k = 0; k < n_clusters; ++k) {
-    engine_options eo;
+    engine_options eo = with_named_backend(engine_options{}, o.backend, cluster_of(k).device_count(), "--real-backend");
     if (k < o.stragglers.size()) eo.stragglers = o.stragglers[k];
-    engines.push_back(std::make_unique<engine>(cluster_of(k), eo));
+    engines.push_back(std::make_unique<engine>(cluster_of(k), eo.with_network(!o.workers.empty())));
+  }
+  const std::string token = token_or_env(o.token);
+  for (const auto& [host, port] : o.workers) {  // one cluster (cmd_learn.cpp checks)
+    auto ds = engines.front()->attach_worker(host, port, token);
+    std::cerr << "phase III: worker " << host << ":" << port << " serves";
+    for (device_index d : ds) std::cerr << " " << cluster_of(0)[d].id;
+    std::cerr << "\n";
   }
   auto engine_of = [&](std::size_t k) -> engine& { return *engines[n_clusters == 1 ? 0 : k]; };
   learner_config lc;

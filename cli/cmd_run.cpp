@@ -3,6 +3,7 @@
 // actors to a `doppler run --workers` in another process.
 
 #include "commands.hpp"
+#include "run_setup.hpp"
 #include "summary.hpp"
 
 #include <doppler/actors/engine.hpp>
@@ -72,6 +73,8 @@ device_index device_arg(const cluster& c, const std::string& s, const std::strin
   throw error(errc::bad_argument, "", flag, "no device '" + s + "' in cluster '" + c.name() + "'");
 }
 
+}  // namespace
+
 /// "HOST:PORT" (PORT 0..65535; 0 only where `allow_zero`).
 std::pair<std::string, std::uint16_t> host_port(const std::string& s, const std::string& flag, bool allow_zero) {
   auto colon = s.rfind(':');
@@ -86,31 +89,35 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& s, const std:
   return {host, static_cast<std::uint16_t>(n)};
 }
 
-/// The shared token: the flag, else $DOPPLER_TOKEN.
 /// `--backend NAME`: the actor layer's backends by name, and `cuda` (this machine's GPU; each device of
 /// the cluster a virtual device on it) when doppler was built with CUDA — a clear error otherwise.
-engine_options with_named_backend(engine_options o, const std::string& name, std::size_t devices) {
+engine_options with_named_backend(engine_options o, const std::string& name, std::size_t devices,
+                                  const std::string& flag) {
   if (name != "cuda") return o.with_backend(name);
 #ifdef DOPPLER_HAVE_CUDA
   std::string why;
   if (!cuda::gpu_available(&why))
-    throw error(errc::infeasible, "", "--backend", "cuda: no usable GPU on this machine (" + why + ")");
+    throw error(errc::infeasible, "", flag, "cuda: no usable GPU on this machine (" + why + ")");
   return o.with_backend("cuda").with_custom_backend(
       std::make_shared<cuda::actor_backend>(static_cast<int>(devices), cuda::device_options{}));
 #elif defined(DOPPLER_CUDA_IN_TWIN)
   (void)devices;
+  (void)flag;
   forward_to_learn_twin();  // the twin links the CUDA libraries; this binary starts without them
 #else
   (void)devices;
-  throw error(errc::bad_argument, "", "--backend", "cuda: this doppler was built without CUDA (nvcc not found)");
+  throw error(errc::bad_argument, "", flag, "cuda: this doppler was built without CUDA (nvcc not found)");
 #endif
 }
 
+/// The shared token: the flag, else $DOPPLER_TOKEN.
 std::string token_or_env(const std::string& flag_value) {
   if (!flag_value.empty()) return flag_value;
   const char* env = std::getenv("DOPPLER_TOKEN");
   return env ? env : "";
 }
+
+namespace {
 
 
 /// `--online`: every measured run asks the learner actor for a placement (greedy, or exploring within

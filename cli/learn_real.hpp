@@ -9,6 +9,7 @@
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/placement.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -23,6 +24,10 @@ struct real_phase_options {
   int check = 5;      ///< final check: measurements of phase II's and the written greedy placement (>= 1)
   /// Per cluster (index as in run_real_phase's clusters): devices the real runtime slows (--real-straggler).
   std::vector<std::vector<std::pair<device_index, double>>> stragglers;
+  std::string backend = "cpu";  ///< the engines' kernels, by name (`run --backend`)
+  /// One cluster only: `doppler worker`s serving its devices (as `run --workers`), and their token.
+  std::vector<std::pair<std::string, std::uint16_t>> workers;
+  std::string token;
 };
 
 /// What phase III did, per graph and in all.

@@ -31,6 +31,9 @@ struct train_flags {
   int checkpoint_every = 500;
   bool resume = false;
   std::vector<std::string> real_stragglers;
+  std::string real_backend = "cpu";       ///< phase III's kernels (as `run --backend`)
+  std::vector<std::string> real_workers;  ///< phase III's devices served by `doppler worker`s (HOST:PORT)
+  std::string token;                      ///< --real-workers: the workers' token (default $DOPPLER_TOKEN)
   std::string teacher = "auto", phases = "il,sim";
   int teacher_budget = 2000, episodes = 0;
   std::string algorithm = "reinforce", baseline = "mean";

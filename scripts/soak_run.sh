@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak test of `doppler run` as users run it: one process after another against the same two
+# Soak test of `doppler run` (and `train`) as users run it: one process after another against the same two
 # `doppler worker`s (and locally), next to BUSY busy loops, each invocation under `timeout`, with
 # every kind of run in turn — direct and planned transfers, online learning through the learner
 # actor, locally and over the workers. Counts the invocations that hung or failed. Each process is a
@@ -15,10 +15,11 @@
 # runs the protocol at full speed; cpu runs real kernels), CASES [all]: a subset of
 #   local-planned local-online workers workers-planned workers-online   direct / planned / online
 #   workers-doppler   the DOPPLER learner (an untrained policy in doppler-learn) learning online
+#   workers-train     `doppler train` whose phase III measures on the workers (--real-workers)
 #   failover          `--failover` over worker a and a third worker started for the invocation and
 #                     killed (SIGKILL) at a random moment: the run must finish on the survivors, or
 #                     fail at once naming the lost worker when it died before the runs began
-# (workers-doppler is left out when there is no doppler-learn beside $DOPPLER: a build without Torch).
+# (workers-doppler and workers-train are left out without doppler-learn beside $DOPPLER: no Torch).
 # Exit status: 0 when every invocation finished (or, for failover, failed clearly), 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,7 @@ BACKEND="${BACKEND:-null}"
 [[ -x "$DOPPLER" ]] || { echo "soak_run.sh: no doppler binary $DOPPLER (cmake --build --preset release)" >&2; exit 2; }
 if [[ -z "${CASES:-}" ]]; then
   CASES="local-planned local-online workers workers-planned workers-online failover"
-  [[ -x "$(dirname "$DOPPLER")/doppler-learn" ]] && CASES+=" workers-doppler"
+  [[ -x "$(dirname "$DOPPLER")/doppler-learn" ]] && CASES+=" workers-doppler workers-train"
 fi
 read -r -a cases <<<"$CASES"
 
@@ -79,12 +80,14 @@ case_args() {
     workers-online) echo "${run[*]} --workers ${workers[0]},${workers[1]} --learner cp --online --explore 0.3" ;;
     workers-doppler) echo "${run[*]} --workers ${workers[0]},${workers[1]} --learner doppler --online --explore 0.3" ;;
     failover) echo "${run[*]} --workers ${workers[0]},$2 --failover" ;;
+    workers-train) echo "train --il-episodes 2 --rl-episodes 2 --real-episodes 40 --hidden 16 --steps 2" \
+      "--real-workers ${workers[0]},${workers[1]} -o $tmp/p$i.pt" ;;  # i: the invocation
     *) echo "soak_run.sh: unknown case '$1'" >&2; exit 2 ;;
   esac
 }
 
 ok=0 hung=0 failed=0 fo_mid=0 fo_after=0 fo_before=0
-echo "soak: $N invocations of $DOPPLER run (cases: ${cases[*]}; $REPEAT runs each, backend $BACKEND)," \
+echo "soak: $N invocations of $DOPPLER (cases: ${cases[*]}; $REPEAT runs each, backend $BACKEND)," \
   "workers ${workers[*]}, $BUSY busy loops, timeout ${TIMEOUT} s, $(date -u +%FT%TZ)"
 for ((i = 1; i <= N; ++i)); do
   c="${cases[$(((i - 1) % ${#cases[@]}))]}"

@@ -5,10 +5,12 @@
 #include "shell.hpp"
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -299,4 +301,43 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   auto missing = sh(cli + " run --graph " + (t / "g.json") + " --learner doppler --policy " + (t / "none.pt") + " --online");
   CHECK(missing.code != 0);
   CHECK(missing.out.find("none.pt") != std::string::npos);
+}
+
+TEST_CASE("doppler train --real-workers: phase III measures on a doppler worker process") {
+  if (!shell::have_learner()) return;
+  temp_dir t;
+  REQUIRE(sh(cli + " workload llama-block --dim 32 --heads 4 --seq 8 --shards 2 -o " + (t / "g.json")).code == 0);
+  const std::string train = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --il-episodes 2 " +
+                            "--rl-episodes 2 --hidden 16 --steps 2 --real-batch 2 --real-check 2 -o " + (t / "p.pt");
+  // bad settings are refused before any work
+  check_refused(train + " --real-episodes 2 --real-backend bogus", "--real-backend");
+  check_refused(train + " --real-backend null", "--real-episodes");
+  check_refused(train + " --real-workers 127.0.0.1:1", "--real-episodes");
+  check_refused(train + " --real-episodes 2 --real-workers nohost", "--real-workers");
+  // the worker (its output in a file, so that sh() does not wait for it; `timeout` bounds its life)
+  REQUIRE(sh("(timeout 300 " + cli + " worker --devices cpu:2 > " + (t / "w.log") + " 2>&1 & echo $! > " +
+             (t / "w.pid") + ")").code == 0);
+  std::string at;
+  for (int k = 0; k < 100 && at.empty(); ++k) {
+    std::ifstream log(t / "w.log");
+    std::string word;
+    while (log >> word)
+      if (word == "on" && log >> word) at = word;
+    if (at.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(!at.empty());
+  auto r = sh(train + " --real-episodes 4 --real-workers " + at);
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("phase III: worker " + at + " serves cpu0 cpu1") != std::string::npos);
+  CHECK(r.out.find("phase III (learner actor): measured greedy makespan") != std::string::npos);
+  // a worker that is gone: phase III fails naming it (exit 1)
+  REQUIRE(sh("kill $(cat " + (t / "w.pid") + ")").code == 0);
+  auto gone = sh(train + " --real-episodes 4 --real-workers " + at);
+  CHECK(gone.code == 1);
+  CHECK(gone.out.find("worker " + at) != std::string::npos);
+  // another backend for phase III's local runtime
+  auto null = sh(train + " --real-episodes 2 --real-backend null");
+  CAPTURE(null.out);
+  CHECK(null.code == 0);
 }

@@ -1,0 +1,26 @@
+// What `doppler run` and phase III of `doppler train` share when they set up an engine: worker
+// addresses, the token, a backend by name (cmd_run.cpp). Only with the actor layer.
+#pragma once
+
+#include <doppler/actors/engine.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace doppler::cli {
+
+/// "HOST:PORT" (PORT 0..65535; 0 only where `allow_zero`); errc::bad_argument naming `flag` otherwise.
+std::pair<std::string, std::uint16_t> host_port(const std::string& s, const std::string& flag, bool allow_zero);
+
+/// `--backend NAME`: the actor layer's backends by name, and `cuda` (this machine's GPU; each of
+/// `devices` a virtual device on it) when doppler was built with CUDA — a clear error naming `flag`
+/// otherwise.
+engine_options with_named_backend(engine_options o, const std::string& name, std::size_t devices,
+                                  const std::string& flag = "--backend");
+
+/// The shared token: the flag, else $DOPPLER_TOKEN.
+std::string token_or_env(const std::string& flag_value);
+
+}  // namespace doppler::cli
