@@ -340,4 +340,12 @@ TEST_CASE("doppler train --real-workers: phase III measures on a doppler worker 
   auto null = sh(train + " --real-episodes 2 --real-backend null");
   CAPTURE(null.out);
   CHECK(null.code == 0);
+  // cuda: phase III on this machine's GPU, or a refusal naming the flag before phase I runs
+  auto gpu = sh(train + " --real-episodes 2 --real-backend cuda");
+  CAPTURE(gpu.out);
+  if (gpu.code != 0) {
+    CHECK(gpu.code == 2);
+    CHECK(gpu.out.find("--real-backend") != std::string::npos);
+    CHECK(gpu.out.find("teacher agreement after phase I") == std::string::npos);  // phases I and II did not run
+  }
 }
