@@ -27,6 +27,10 @@
 # LEARNED [""] (learned baselines measured next to DOPPLER, e.g. "gdp placeto": `train --policy-kind
 # KIND` per seed in the simulator with phase II's budget — IL + RL episodes, BATCH — and their own
 # defaults, placed greedily as KIND-S; like p2 they never see the real runtime).
+# WORKERS=W (e.g. 2) runs the real runtime on W `doppler worker` processes of DEVICES/W devices each,
+# started here (cpu kernels): phase III measures there (`train --real-workers`) and so does every
+# measurement (`run --workers`), while calibration, phases I+II and the placers see one process — the
+# sim-to-real gap is then the cost of tensors crossing processes (serialized, over TCP).
 # STRAGGLER=DEV:FACTOR (e.g. cpu0:3) slows that device of the real runtime — phase III's episodes and
 # every measurement (`train --real-straggler`, `run --straggler`) — while calibration, phases I+II and
 # the placers keep the simulator's equal devices: a known sim-to-real gap for phase III to close.
@@ -41,6 +45,21 @@ SLOW_TRAIN=() SLOW_RUN=()
 if [[ -n ${STRAGGLER:-} ]]; then SLOW_TRAIN=(--real-straggler "$STRAGGLER"); SLOW_RUN=(--straggler "$STRAGGLER"); fi
 mkdir -p "$OUT/placements" "$OUT/train"
 source "$(dirname "$0")/lib/calibrated_block.sh"
+ON_TRAIN=() ON_RUN=()  # WORKERS: where the real runtime's devices live
+if ((${WORKERS:-0} > 0)); then
+  ((N % WORKERS == 0)) || { echo "phase3_gain.sh: DEVICES=$N is not a multiple of WORKERS=$WORKERS" >&2; exit 2; }
+  worker_pids=() at=()
+  trap 'kill "${worker_pids[@]}" 2>/dev/null || true' EXIT
+  for ((w = 0; w < WORKERS; ++w)); do
+    "$D" worker --devices "cpu:$((N / WORKERS))" > "$OUT/worker-$w.log" 2>&1 &
+    worker_pids+=($!)
+    for _ in $(seq 100); do grep -q 'listening on' "$OUT/worker-$w.log" && break; sleep 0.1; done
+    at+=("$(grep -o 'listening on [^ ]*' "$OUT/worker-$w.log" | awk '{print $3}')")
+  done
+  list=$(IFS=,; echo "${at[*]}")
+  ON_TRAIN=(--real-workers "$list") ON_RUN=(--workers "$list")
+  echo "== the real runtime on $WORKERS workers: $list"
+fi
 
 calibrated_block
 echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), phase III $REAL episodes x $REAL_REPEAT runs (batch $REAL_BATCH, greedy measured every $REAL_EVAL updates); $ROUNDS rounds x $REPEAT runs; straggler ${STRAGGLER:-none}"
@@ -64,7 +83,8 @@ for s in $SEEDS; do
   train_as "p2-$s" "$s" "${T[@]}" --il-episodes "$IL" --rl-episodes "$RL"
   echo "== seed $s: phase III from p2-$s.pt ($(load))"
   train_as "p3-$s" "$s" "${T[@]}" --init "$OUT/train/p2-$s.pt" --il-episodes 0 --rl-episodes 0 --real-episodes "$REAL" \
-      --real-repeat "$REAL_REPEAT" --real-batch "$REAL_BATCH" --real-eval-every "$REAL_EVAL" "${SLOW_TRAIN[@]}"
+      --real-repeat "$REAL_REPEAT" --real-batch "$REAL_BATCH" --real-eval-every "$REAL_EVAL" "${SLOW_TRAIN[@]}" \
+      "${ON_TRAIN[@]}"
   place_as "p2-$s"
   place_as "p3-$s"
   for k in $LEARNED; do
@@ -79,7 +99,7 @@ echo "== measuring ${#P[@]} placements ($(load))"
 for round in $(seq 1 "$ROUNDS"); do
   for p in "${P[@]}"; do
     "$D" run --graph "$G" --cluster "$SPEC" --placement "$OUT/placements/$p.json" --mode "$MODE" \
-        --backend cpu --costs "$OUT/cost.json" --warmup 1 --repeat "$REPEAT" "${SLOW_RUN[@]}" --json |
+        --backend cpu --costs "$OUT/cost.json" --warmup 1 --repeat "$REPEAT" "${SLOW_RUN[@]}" "${ON_RUN[@]}" --json |
       jq -c --arg p "$p" --argjson round "$round" \
         '{placement: $p, round: $round, runs: .makespans_s, sim: .simulated_s}' >> "$OUT/rows.jsonl"
   done
@@ -117,7 +137,7 @@ for s in seeds:
     wins = sum(b < a for a, b in zip(r2["round_means"], r3["round_means"]))
     d = [b - a for a, b in zip(r2["round_means"], r3["round_means"])]  # per round: paired difference
     dm, dsd, _ = stats(d); se = dsd / math.sqrt(len(d))
-    rep = [l.strip() for l in open(f"{out}/train/p3-{s}.txt") if l.startswith("phase III")]
+    rep = [l.strip() for l in open(f"{out}/train/p3-{s}.txt") if l.startswith("phase III (")]
     print(f"{s:<5} {moved:>5} {relabel:>11} {m3/m2:>10.3f} {lo3/lo2:>9.3f} {wins:>5}/{len(r2['round_means']):<6} {dm*1e3:>+7.2f} ± {se*1e3:<6.2f}  "
           + (rep[0].split(": ", 1)[-1] if rep else "?"))
 # One row per method: a placer's measured mean, or the mean over seeds of a learned kind's
