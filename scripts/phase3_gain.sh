@@ -31,6 +31,8 @@
 # started here (cpu kernels): phase III measures there (`train --real-workers`) and so does every
 # measurement (`run --workers`), while calibration, phases I+II and the placers see one process — the
 # sim-to-real gap is then the cost of tensors crossing processes (serialized, over TCP).
+# MEASURE_ONLY=1 measures an earlier run's placements in OUT again (same settings; no calibration,
+# training or placing). Rounds alternate the order of the placements (odd rounds forward, even reversed).
 # STRAGGLER=DEV:FACTOR (e.g. cpu0:3) slows that device of the real runtime — phase III's episodes and
 # every measurement (`train --real-straggler`, `run --straggler`) — while calibration, phases I+II and
 # the placers keep the simulator's equal devices: a known sim-to-real gap for phase III to close.
@@ -61,7 +63,13 @@ if ((${WORKERS:-0} > 0)); then
   echo "== the real runtime on $WORKERS workers: $list"
 fi
 
+if [[ -n ${MEASURE_ONLY:-} ]]; then  # an earlier run's OUT: its block, calibration and placements
+  G=$OUT/lb.json
+  SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
+  [[ -f $G && -n $SPEC ]] || { echo "phase3_gain.sh: MEASURE_ONLY needs an earlier run's $OUT" >&2; exit 2; }
+else
 calibrated_block
+fi
 echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), phase III $REAL episodes x $REAL_REPEAT runs (batch $REAL_BATCH, greedy measured every $REAL_EVAL updates); $ROUNDS rounds x $REPEAT runs; straggler ${STRAGGLER:-none}"
 read -r -a EXTRA <<< "${TRAIN_ARGS:-}"
 T0=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH")
@@ -69,6 +77,7 @@ T=("${T0[@]}" "${EXTRA[@]}")  # DOPPLER's trainings; the LEARNED baselines get T
 
 P=()
 for m in $PLACERS; do
+  [[ -n ${MEASURE_ONLY:-} ]] && { P+=("$m"); continue; }
   "$D" place --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --method "$m" -o "$OUT/placements/$m.json" > /dev/null
   P+=("$m")
 done
@@ -79,6 +88,11 @@ place_as() {
   P+=("$1")
 }
 for s in $SEEDS; do
+  if [[ -n ${MEASURE_ONLY:-} ]]; then
+    P+=("p2-$s" "p3-$s")
+    for k in $LEARNED; do P+=("$k-$s"); done
+    continue
+  fi
   echo "== seed $s: phases I+II ($(load))"
   train_as "p2-$s" "$s" "${T[@]}" --il-episodes "$IL" --rl-episodes "$RL"
   echo "== seed $s: phase III from p2-$s.pt ($(load))"
@@ -97,7 +111,11 @@ done
 echo "== measuring ${#P[@]} placements ($(load))"
 : > "$OUT/rows.jsonl"
 for round in $(seq 1 "$ROUNDS"); do
-  for p in "${P[@]}"; do
+  # odd rounds in order, even rounds reversed: no placement always runs right after another (p3 right
+  # after its p2 would meet the caches and the workers that run left warm)
+  order=("${P[@]}")
+  if ((round % 2 == 0)); then order=(); for ((k = ${#P[@]} - 1; k >= 0; --k)); do order+=("${P[k]}"); done; fi
+  for p in "${order[@]}"; do
     "$D" run --graph "$G" --cluster "$SPEC" --placement "$OUT/placements/$p.json" --mode "$MODE" \
         --backend cpu --costs "$OUT/cost.json" --warmup 1 --repeat "$REPEAT" "${SLOW_RUN[@]}" "${ON_RUN[@]}" --json |
       jq -c --arg p "$p" --argjson round "$round" \
