@@ -70,6 +70,7 @@ if [[ -n ${MEASURE_ONLY:-} ]]; then  # an earlier run's OUT: its block, calibrat
 else
 calibrated_block
 fi
+[[ -n ${MEASURE_ONLY:-} ]] && echo "== re-measuring the placements in $OUT (the training settings below are not used)"
 echo "== seeds [$SEEDS], phase I $IL + phase II $RL episodes (batch $BATCH), phase III $REAL episodes x $REAL_REPEAT runs (batch $REAL_BATCH, greedy measured every $REAL_EVAL updates); $ROUNDS rounds x $REPEAT runs; straggler ${STRAGGLER:-none}"
 read -r -a EXTRA <<< "${TRAIN_ARGS:-}"
 T0=("$D" train --graph "$G" --cluster "$SPEC" --costs "$OUT/cost.json" --model wc --batch "$BATCH")
