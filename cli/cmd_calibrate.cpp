@@ -4,6 +4,7 @@
 // table (doppler-costs/1) plus the matching `cpu:N:flops=…:bw=…:lat=…` cluster spec for this host.
 
 #include "commands.hpp"
+#include "run_setup.hpp"
 
 #include <doppler/actors/engine.hpp>
 #include <doppler/runtime/cluster.hpp>
@@ -21,7 +22,9 @@
 #include <array>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <tuple>
 
 namespace doppler::cli {
 
@@ -32,6 +35,8 @@ struct calibrate_flags {
   std::vector<std::string> graphs;  // time kernels on these; default: the default workloads
   int rounds = 3;
   bool flops_only = false;  // the table of before the memory term (efficiencies only)
+  std::vector<std::string> workers;  // HOST:PORT: measure the links between processes too
+  std::string token;
 };
 
 double median(std::vector<double> xs) {
@@ -86,14 +91,27 @@ double log_misfit(const std::vector<double>& x, const std::vector<double>& t, do
   return e;
 }
 
-/// A chain of 64 scalings of a 1 × 16 input, op i on device i mod `devices`, run `rounds` times after a
-/// warm-up on `e`: the gaps between one op's end and the next one's start (ops that cost almost
-/// nothing but their dispatch, plus a transfer when consecutive ops sit on different devices).
-std::vector<double> chain_gaps(engine& e, std::size_t devices, int rounds) {
+/// A chain of 64 scalings of a 1 × 16 input: ops that cost almost nothing but their dispatch.
+graph tiny_chain() {
   graph_builder b("tiny-chain");
   b.input("x0", {1, 16});
   for (int i = 1; i <= 64; ++i) b.scale("x" + std::to_string(i), "x" + std::to_string(i - 1), 1.0);
-  const graph gl = std::move(b).build();
+  return std::move(b).build();
+}
+
+/// A 1024 × 4096 f32 input (16 MB) and one scaling of it: placed on two devices, one big copy.
+graph big_copy() {
+  graph_builder b("bandwidth");
+  b.input("x", {1024, 4096});
+  b.scale("y", "x", 1.0);
+  return std::move(b).build();
+}
+
+/// tiny_chain, op i on device i mod `devices`, run `rounds` times after a warm-up on `e`: the gaps
+/// between one op's end and the next one's start (dispatch, plus a transfer when consecutive ops sit
+/// on different devices).
+std::vector<double> chain_gaps(engine& e, std::size_t devices, int rounds) {
+  const graph gl = tiny_chain();
   placement pl;
   for (op_index i = 0; i < gl.size(); ++i) pl.device.push_back(static_cast<device_index>(i % devices));
   std::vector<double> gaps;
@@ -158,10 +176,7 @@ double effective_cores(std::size_t n, int rounds) {
 std::pair<double, double> transfer_costs(int rounds) {
   engine e(make_preset("cpu:2"));
   const auto gaps = chain_gaps(e, 2, rounds);
-  graph_builder big("bandwidth");
-  big.input("x", {1024, 4096});
-  big.scale("y", "x", 1.0);
-  graph gb = std::move(big).build();
+  const graph gb = big_copy();
   placement pb;
   pb.device = {0, 1};
   std::vector<double> bw;
@@ -175,8 +190,84 @@ std::pair<double, double> transfer_costs(int rounds) {
   return {median(gaps), median(bw)};  // the latency includes one dispatch gap
 }
 
+/// The fastest of `rounds` runs of `g` placed by `p` on `e`, after a warm-up: a makespan the
+/// dispatcher measures on its own clock, so it holds when devices live in other processes.
+double fastest_run(engine& e, const graph& g, const placement& p, int rounds) {
+  e.run(g, p);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < rounds; ++r) best = std::min(best, e.run(g, p).runs[0].makespan);
+  return best;
+}
+
+/// Transfer latency and bandwidth from device a to device b of `e` (in other processes, say), from
+/// makespans alone: a chain of 64 tiny ops alternating a and b against the same chain on a (63
+/// transfers of a tiny tensor), and a 16 MB tensor made on a and scaled on b against both on a.
+std::pair<double, double> link_costs(engine& e, device_index a, device_index b, int rounds) {
+  const graph gc = tiny_chain();
+  placement same, alternating;
+  for (op_index i = 0; i < gc.size(); ++i) {
+    same.device.push_back(a);
+    alternating.device.push_back(i % 2 == 0 ? a : b);
+  }
+  const double latency = std::max(
+      0.0, (fastest_run(e, gc, alternating, rounds) - fastest_run(e, gc, same, rounds)) / static_cast<double>(gc.size() - 1));
+  const graph gb = big_copy();
+  placement local, across;
+  local.device = {a, a};
+  across.device = {a, b};
+  const double moved = fastest_run(e, gb, across, rounds) - fastest_run(e, gb, local, rounds) - latency;
+  const double bytes = gb[0].bytes;
+  // a copy faster than the measurement resolves: no bandwidth limit worth stating
+  return {latency, moved > 0 ? std::min(bytes / moved, cluster_limits::max_bandwidth) : cluster_limits::max_bandwidth};
+}
+
+/// --workers: the cluster of this deployment — the devices of `c` with their process as `host`
+/// ("engine" or the worker's HOST:PORT), links within a process at (bandwidth, latency), links between
+/// processes at what `link_costs` measures between the first devices of two processes.
+cluster deployment_cluster(const calibrate_flags& f, const cluster& c, double flops, double bandwidth, double latency) {
+  engine e(c, engine_options{}.with_network());
+  const std::string token = token_or_env(f.token);
+  for (const auto& w : f.workers) {
+    auto [host, port] = host_port(w, "--workers", false);
+    e.attach_worker(host, port, token);
+  }
+  std::vector<std::string> where(c.device_count());
+  std::vector<device_index> first;  // the first device of each process, in device order
+  for (device_index d = 0; d < c.device_count(); ++d) {
+    std::string at = e.location(d);
+    where[d] = at.empty() ? "engine" : at.substr(at.find(' ') + 1);  // "worker HOST:PORT" -> HOST:PORT
+    bool seen = false;
+    for (device_index k : first) seen |= where[k] == where[d];
+    if (!seen) first.push_back(d);
+  }
+  double cross_bw = bandwidth, cross_lat = latency;
+  if (first.size() > 1) {
+    std::tie(cross_lat, cross_bw) = link_costs(e, first[0], first[1], f.rounds);
+    std::cout << fmt::format("  between processes ({} and {}): transfer latency {:.1f} us, bandwidth {:.2f} GB/s\n",
+                             where[first[0]], where[first[1]], cross_lat * 1e6, cross_bw / 1e9);
+  }
+  std::vector<device> devices(c.devices().begin(), c.devices().end());
+  for (device_index d = 0; d < devices.size(); ++d) {
+    devices[d].flops = flops;
+    devices[d].host = where[d];
+  }
+  std::vector<link_spec> links;
+  for (device_index a = 0; a < devices.size(); ++a)
+    for (device_index b = a + 1; b < devices.size(); ++b) {
+      const bool apart = where[a] != where[b];
+      links.push_back({devices[a].id, devices[b].id, std::max(cluster_limits::min_bandwidth, apart ? cross_bw : bandwidth),
+                       apart ? cross_lat : latency, true});
+    }
+  std::string name = fmt::format("cpu:{} over {} processes (calibrated)", devices.size(), first.size());
+  return cluster(std::move(name), std::move(devices), {}, std::move(links));
+}
+
 void calibrate_command(const calibrate_flags& f) {
   if (f.rounds < 1) throw error(errc::bad_argument, "", "--rounds", "must be at least 1");
+  if (!f.workers.empty() && f.cluster_out.empty())
+    throw error(errc::bad_argument, "", "--workers",
+                "the deployment's links go into a cluster file: give --cluster-out FILE");
+  for (const auto& w : f.workers) (void)host_port(w, "--workers", false);  // before minutes of measuring
   cluster c = load_cluster_or_preset(f.cluster_spec);
   // Calibration measures this host's CPU cores: the cluster only says how many of them are devices.
   for (device_index d = 0; d < c.device_count(); ++d)
@@ -237,7 +328,11 @@ void calibrate_command(const calibrate_flags& f) {
                            bandwidth / 1e9);
   write_file_atomic(f.out, cm.to_json_text());
   std::cout << "wrote " << f.out << "\nsimulate this host with --cluster " << spec << " --costs " << f.out << "\n";
-  if (!f.cluster_out.empty()) {
+  if (!f.workers.empty()) {
+    save_cluster(deployment_cluster(f, make_preset(spec), peak, bandwidth, latency), f.cluster_out);
+    std::cout << "wrote " << f.cluster_out << "\nsimulate this deployment with --cluster " << f.cluster_out
+              << " --costs " << f.out << "\n";
+  } else if (!f.cluster_out.empty()) {
     save_cluster(make_preset(spec), f.cluster_out);
     std::cout << "wrote " << f.cluster_out << "\n";
   }
@@ -256,6 +351,12 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--graph", f->graphs, "Time kernels on this graph (repeatable; default: the default workloads)");
   cmd->add_flag("--flops-only", f->flops_only, "Efficiencies only: no memory term, overhead or host_cores "
                                                "(the table before they existed)");
+  cmd->add_option("--workers", f->workers,
+                  "HOST:PORT[,HOST:PORT...]: `doppler worker`s serving devices of --cluster (as `run --workers`); "
+                  "also measure transfers between processes and write this deployment's cluster (--cluster-out): "
+                  "devices with their process as host, links between processes as measured")
+      ->delimiter(',');
+  cmd->add_option("--token", f->token, "--workers: the token the workers require (default: $DOPPLER_TOKEN)");
   cmd->callback([f] { calibrate_command(*f); });
 }
 

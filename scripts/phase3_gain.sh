@@ -30,7 +30,9 @@
 # WORKERS=W (e.g. 2) runs the real runtime on W `doppler worker` processes of DEVICES/W devices each,
 # started here (cpu kernels): phase III measures there (`train --real-workers`) and so does every
 # measurement (`run --workers`), while calibration, phases I+II and the placers see one process — the
-# sim-to-real gap is then the cost of tensors crossing processes (serialized, over TCP).
+# sim-to-real gap is then the cost of tensors crossing processes (serialized, over TCP). CAL_WORKERS=1
+# closes that gap instead: calibration measures the links between the workers' processes (`calibrate
+# --workers`), and phases I+II and the placers all see the deployment's cluster file.
 # MEASURE_ONLY=1 measures an earlier run's placements in OUT again (same settings; no calibration,
 # training or placing). Rounds alternate the order of the placements (odd rounds forward, even reversed).
 # STRAGGLER=DEV:FACTOR (e.g. cpu0:3) slows that device of the real runtime — phase III's episodes and
@@ -60,12 +62,13 @@ if ((${WORKERS:-0} > 0)); then
   done
   list=$(IFS=,; echo "${at[*]}")
   ON_TRAIN=(--real-workers "$list") ON_RUN=(--workers "$list")
+  [[ -n ${CAL_WORKERS:-} ]] && CAL_WORKERS=$list
   echo "== the real runtime on $WORKERS workers: $list"
 fi
 
 if [[ -n ${MEASURE_ONLY:-} ]]; then  # an earlier run's OUT: its block, calibration and placements
   G=$OUT/lb.json
-  SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
+  calibrated_spec
   [[ -f $G && -n $SPEC ]] || { echo "phase3_gain.sh: MEASURE_ONLY needs an earlier run's $OUT" >&2; exit 2; }
 else
 calibrated_block

@@ -7,16 +7,26 @@ load() { echo "$(date -u '+%F %T UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"; 
 
 # calibrated_block: prints the host and doppler's version, generates the block G=$OUT/lb.json,
 # calibrates this host on it (`calibrate --flops-only`: $OUT/cost.json, $OUT/calibrate.txt) and sets
-# SPEC, the cluster spec of this host that calibrate prints
+# SPEC, the cluster spec of this host that calibrate prints. With CAL_WORKERS=HOST:PORT,... it also
+# measures the links between those workers' processes and SPEC is the deployment's cluster file
+# ($OUT/cluster.json, `calibrate --workers`).
 calibrated_block() {
   echo "== $(date -u '+%F %T UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')), load $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "== $("$D" --version)"
   G=$OUT/lb.json
   "$D" workload llama-block --dim "$DIM" --heads "$HEADS" --seq "$SEQ" --shards "$SHARDS" -q -o "$G"
-  "$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost.json" |
-    tee "$OUT/calibrate.txt"
-  SPEC=$(sed -n 's/^simulate this host with --cluster \([^ ]*\) .*/\1/p' "$OUT/calibrate.txt")
+  local on=()
+  [[ -n ${CAL_WORKERS:-} ]] && on=(--workers "$CAL_WORKERS" --cluster-out "$OUT/cluster.json")
+  "$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost.json" \
+    "${on[@]}" | tee "$OUT/calibrate.txt"
+  calibrated_spec
   [[ -n $SPEC ]] || { echo "no cluster spec in calibrate's output" >&2; exit 1; }
+}
+
+# calibrated_spec: SPEC from an earlier calibrate's $OUT/calibrate.txt (the deployment's cluster file
+# when it had one, else this host's spec)
+calibrated_spec() {
+  SPEC=$(sed -n 's/^simulate this \(host\|deployment\) with --cluster \([^ ]*\) .*/\2/p' "$OUT/calibrate.txt" | tail -1)
 }
 
 # train_as NAME SEED ARGS...: `doppler train ARGS` into $OUT/train/NAME.{pt,csv,txt} (progress bars dropped)

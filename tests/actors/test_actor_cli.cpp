@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -19,6 +20,23 @@ namespace {
 using shell::cli;
 using shell::check_refused;
 using shell::sh;
+
+/// Starts `doppler worker --devices cpu:2` in the background (its output in t/w.log, so that sh() does
+/// not wait for it; `timeout` bounds its life; its pid in t/w.pid) and returns its HOST:PORT.
+std::string start_worker(const temp_dir& t) {
+  REQUIRE(sh("(timeout 300 " + cli + " worker --devices cpu:2 > " + (t / "w.log") + " 2>&1 & echo $! > " +
+             (t / "w.pid") + ")").code == 0);
+  std::string at;
+  for (int k = 0; k < 100 && at.empty(); ++k) {
+    std::ifstream log(t / "w.log");
+    std::string word;
+    while (log >> word)
+      if (word == "on" && log >> word) at = word;
+    if (at.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(!at.empty());
+  return at;
+}
 
 }  // namespace
 
@@ -156,6 +174,44 @@ TEST_CASE("doppler run --backend cuda: runs on a GPU, or says clearly why not") 
     CHECK(r.out.find("--backend") != std::string::npos);
     CHECK(r.out.find("cuda:") != std::string::npos);
   }
+}
+
+TEST_CASE("doppler calibrate --workers writes the deployment's cluster with its links between processes") {
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 32 -o " + (t / "g.json")).code == 0);
+  const std::string cal = cli + " calibrate --cluster cpu:4 --rounds 1 --graph " + (t / "g.json") + " -o " + (t / "cost.json");
+  check_refused(cal + " --workers 127.0.0.1:1", "--cluster-out");
+  check_refused(cal + " --workers nohost --cluster-out " + (t / "d.json"), "--workers");
+  const std::string at = start_worker(t);  // serves cpu0 cpu1; cpu2 cpu3 stay in calibrate's process
+  auto r = sh(cal + " --workers " + at + " --cluster-out " + (t / "d.json"));
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("between processes (" + at + " and engine)") != std::string::npos);
+  std::ifstream in(t / "d.json");
+  auto j = nlohmann::json::parse(in);
+  CHECK(j["name"] == "cpu:4 over 2 processes (calibrated)");
+  REQUIRE(j["devices"].size() == 4);
+  CHECK(j["devices"][0]["host"] == at);
+  CHECK(j["devices"][1]["host"] == at);
+  CHECK(j["devices"][2]["host"] == "engine");
+  CHECK(j["devices"][3]["host"] == "engine");
+  std::map<std::string, nlohmann::json> link;  // "cpu0-cpu2" -> its link
+  for (const auto& l : j["links"]) link[l["src"].get<std::string>() + "-" + l["dst"].get<std::string>()] = l;
+  REQUIRE(link.size() == 6);  // every pair, duplex
+  // within a process the in-process numbers (the same in both), between processes the measured ones
+  CHECK(link["cpu0-cpu1"]["latency"] == link["cpu2-cpu3"]["latency"]);
+  CHECK(link["cpu0-cpu1"]["bandwidth"] == link["cpu2-cpu3"]["bandwidth"]);
+  for (const char* apart : {"cpu0-cpu2", "cpu0-cpu3", "cpu1-cpu2", "cpu1-cpu3"}) {
+    CAPTURE(apart);
+    CHECK(link[apart]["latency"] == link["cpu0-cpu2"]["latency"]);
+    // serialized and sent over TCP: slower to start than a pointer handed over inside one process
+    CHECK(link[apart]["latency"].get<double>() > link["cpu2-cpu3"]["latency"].get<double>());
+  }
+  auto sim = sh(cli + " simulate --graph " + (t / "g.json") + " --cluster " + (t / "d.json") + " --costs " +
+                (t / "cost.json"));
+  CAPTURE(sim.out);
+  CHECK(sim.code == 0);
+  CHECK(sh("kill $(cat " + (t / "w.pid") + ")").code == 0);
 }
 
 TEST_CASE("doppler calibrate writes a cost table the simulator loads") {
@@ -314,18 +370,7 @@ TEST_CASE("doppler train --real-workers: phase III measures on a doppler worker 
   check_refused(train + " --real-backend null", "--real-episodes");
   check_refused(train + " --real-workers 127.0.0.1:1", "--real-episodes");
   check_refused(train + " --real-episodes 2 --real-workers nohost", "--real-workers");
-  // the worker (its output in a file, so that sh() does not wait for it; `timeout` bounds its life)
-  REQUIRE(sh("(timeout 300 " + cli + " worker --devices cpu:2 > " + (t / "w.log") + " 2>&1 & echo $! > " +
-             (t / "w.pid") + ")").code == 0);
-  std::string at;
-  for (int k = 0; k < 100 && at.empty(); ++k) {
-    std::ifstream log(t / "w.log");
-    std::string word;
-    while (log >> word)
-      if (word == "on" && log >> word) at = word;
-    if (at.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE(!at.empty());
+  const std::string at = start_worker(t);
   auto r = sh(train + " --real-episodes 4 --real-workers " + at);
   CAPTURE(r.out);
   CHECK(r.code == 0);
