@@ -223,7 +223,8 @@ std::pair<double, double> link_costs(engine& e, device_index a, device_index b, 
 
 /// --workers: the cluster of this deployment — the devices of `c` with their process as `host`
 /// ("engine" or the worker's HOST:PORT), links within a process at (bandwidth, latency), links between
-/// processes at what `link_costs` measures between the first devices of two processes.
+/// processes at the bandwidth `link_costs` measures between the first devices of two processes and at
+/// `latency` plus what crossing processes adds to it.
 cluster deployment_cluster(const calibrate_flags& f, const cluster& c, double flops, double bandwidth, double latency) {
   engine e(c, engine_options{}.with_network());
   const std::string token = token_or_env(f.token);
@@ -242,9 +243,18 @@ cluster deployment_cluster(const calibrate_flags& f, const cluster& c, double fl
   }
   double cross_bw = bandwidth, cross_lat = latency;
   if (first.size() > 1) {
-    std::tie(cross_lat, cross_bw) = link_costs(e, first[0], first[1], f.rounds);
-    std::cout << fmt::format("  between processes ({} and {}): transfer latency {:.1f} us, bandwidth {:.2f} GB/s\n",
-                             where[first[0]], where[first[1]], cross_lat * 1e6, cross_bw / 1e9);
+    // The same measurement between two devices of one process is the baseline: what crossing processes
+    // adds goes on top of the in-process latency as calibrate states it (with or without the dispatch
+    // overhead, --flops-only), so the two kinds of link stay comparable.
+    engine here(make_preset("cpu:2"));
+    const auto [here_lat, here_bw] = link_costs(here, 0, 1, f.rounds);
+    double apart_lat = 0;
+    std::tie(apart_lat, cross_bw) = link_costs(e, first[0], first[1], f.rounds);
+    cross_lat = latency + std::max(0.0, apart_lat - here_lat);
+    std::cout << fmt::format("  between processes ({} and {}): transfer latency {:.1f} us ({:.1f} us more than inside "
+                             "one), bandwidth {:.2f} GB/s (inside one, measured the same way: {:.2f} GB/s)\n",
+                             where[first[0]], where[first[1]], cross_lat * 1e6, (apart_lat - here_lat) * 1e6,
+                             cross_bw / 1e9, here_bw / 1e9);
   }
   std::vector<device> devices(c.devices().begin(), c.devices().end());
   for (device_index d = 0; d < devices.size(); ++d) {
