@@ -1,6 +1,8 @@
 # Sourced by the measured-learner scripts (phase3_gain.sh, online_gain.sh): a Llama block calibrated on
 # this host, and DOPPLER trainings on it. The sourcing script sets D (the doppler binary), OUT, and
-# N DIM HEADS SEQ SHARDS (devices and block sizes); CAL_ROUNDS [5] is read from the environment.
+# N DIM HEADS SEQ SHARDS (devices and block sizes); CAL_ROUNDS [5] and CAL_FLAGS [--flops-only] (the
+# calibration's kind: "" for the full table — memory term, dispatch overhead, host_cores) are read from
+# the environment.
 
 # load: the time and the host's load average, for progress lines
 load() { echo "$(date -u '+%F %T UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"; }
@@ -17,7 +19,9 @@ calibrated_block() {
   "$D" workload llama-block --dim "$DIM" --heads "$HEADS" --seq "$SEQ" --shards "$SHARDS" -q -o "$G"
   local on=()
   [[ -n ${CAL_WORKERS:-} ]] && on=(--workers "$CAL_WORKERS" --cluster-out "$OUT/cluster.json")
-  "$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" --flops-only -o "$OUT/cost.json" \
+  local kind
+  read -r -a kind <<<"${CAL_FLAGS---flops-only}"
+  "$D" calibrate --cluster "cpu:$N" --graph "$G" --rounds "${CAL_ROUNDS:-5}" "${kind[@]}" -o "$OUT/cost.json" \
     "${on[@]}" | tee "$OUT/calibrate.txt"
   calibrated_spec
   [[ -n $SPEC ]] || { echo "no cluster spec in calibrate's output" >&2; exit 1; }
