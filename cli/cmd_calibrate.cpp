@@ -227,11 +227,7 @@ std::pair<double, double> link_costs(engine& e, device_index a, device_index b, 
 /// `latency` plus what crossing processes adds to it.
 cluster deployment_cluster(const calibrate_flags& f, const cluster& c, double flops, double bandwidth, double latency) {
   engine e(c, engine_options{}.with_network());
-  const std::string token = token_or_env(f.token);
-  for (const auto& w : f.workers) {
-    auto [host, port] = host_port(w, "--workers", false);
-    e.attach_worker(host, port, token);
-  }
+  attach_workers(e, c, f.workers, "--workers", f.token);
   std::vector<std::string> where(c.device_count());
   std::vector<device_index> first;  // the first device of each process, in device order
   for (device_index d = 0; d < c.device_count(); ++d) {

@@ -396,9 +396,8 @@ void add_train(CLI::App& app) {
                   "sets up phase III's runtime: needs --real-episodes");
     if (!o->real_workers.empty() && clusters.size() > 1)
       throw error(errc::bad_argument, "", "--real-workers", "serves one cluster's devices: give one --cluster");
-    std::vector<std::pair<std::string, std::uint16_t>> real_workers;  // checked before phase I runs
 #ifdef DOPPLER_HAVE_ACTORS
-    for (const auto& w : o->real_workers) real_workers.push_back(host_port(w, "--real-workers", false));
+    for (const auto& w : o->real_workers) (void)host_port(w, "--real-workers", false);  // before phase I runs
     if (const auto names = actors::backend_names();
         o->real_backend != "cuda" && std::find(names.begin(), names.end(), o->real_backend) == names.end())
       throw error(errc::bad_argument, "", "--real-backend",
@@ -445,7 +444,7 @@ void add_train(CLI::App& app) {
       ro.check = o->real_check;
       ro.stragglers = std::move(slow);
       ro.backend = o->real_backend;
-      ro.workers = std::move(real_workers);
+      ro.workers = o->real_workers;
       ro.token = o->token;
       real_res = run_real_phase(std::move(pol), graphs, cluster_of, clusters.size(), cm, o->t, ro, o->out, r.curve);
       r.real_initial_greedy = real_res.graphs[0].initial_greedy;

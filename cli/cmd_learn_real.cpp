@@ -57,13 +57,8 @@ real_phase_result run_real_phase(learner::policy pol, const std::vector<graph>& 
     if (k < o.stragglers.size()) eo.stragglers = o.stragglers[k];
     engines.push_back(std::make_unique<engine>(cluster_of(k), eo.with_network(!o.workers.empty())));
   }
-  const std::string token = token_or_env(o.token);
-  for (const auto& [host, port] : o.workers) {  // one cluster (cmd_learn.cpp checks)
-    auto ds = engines.front()->attach_worker(host, port, token);
-    std::cerr << "phase III: worker " << host << ":" << port << " serves";
-    for (device_index d : ds) std::cerr << " " << cluster_of(0)[d].id;
-    std::cerr << "\n";
-  }
+  // one cluster when there are workers (cmd_learn.cpp checks)
+  attach_workers(*engines.front(), cluster_of(0), o.workers, "--real-workers", o.token, &std::cerr, "phase III: ");
   auto engine_of = [&](std::size_t k) -> engine& { return *engines[n_clusters == 1 ? 0 : k]; };
   learner_config lc;
   lc.costs = cm;

@@ -117,8 +117,20 @@ std::string token_or_env(const std::string& flag_value) {
   return env ? env : "";
 }
 
-namespace {
+void attach_workers(engine& e, const cluster& c, const std::vector<std::string>& addresses, const std::string& flag,
+                    const std::string& token_flag, std::ostream* report, const std::string& prefix) {
+  const std::string token = token_or_env(token_flag);
+  for (const auto& w : addresses) {
+    auto [host, port] = host_port(w, flag, false);
+    auto ds = e.attach_worker(host, port, token);
+    if (!report) continue;
+    *report << prefix << "worker " << host << ":" << port << " serves";
+    for (device_index d : ds) *report << " " << c[d].id;
+    *report << "\n";
+  }
+}
 
+namespace {
 
 /// `--online`: every measured run asks the learner actor for a placement (greedy, or exploring within
 /// the --explore budget), runs it, and reports the measured makespan for the learner to update.
@@ -226,16 +238,7 @@ void run_command(const run_flags& f) {
                   .with_streams(f.streams)
                   .with_costs(cm)
                   .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000))));
-  std::string token = token_or_env(f.token);
-  for (const auto& w : f.workers) {
-    auto [host, port] = host_port(w, "--workers", false);
-    auto ds = e.attach_worker(host, port, token);
-    if (!f.json) {
-      std::cout << "worker " << host << ":" << port << " serves";
-      for (device_index d : ds) std::cout << " " << c[d].id;
-      std::cout << "\n";
-    }
-  }
+  attach_workers(e, c, f.workers, "--workers", f.token, f.json ? nullptr : &std::cout);
   std::optional<learner_client> lc_actor;
   if (learner) {
     lc_actor.emplace(e.spawn_learner(std::move(learner)));

@@ -9,7 +9,6 @@
 #include <doppler/runtime/graph.hpp>
 #include <doppler/runtime/placement.hpp>
 
-#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -26,7 +25,7 @@ struct real_phase_options {
   std::vector<std::vector<std::pair<device_index, double>>> stragglers;
   std::string backend = "cpu";  ///< the engines' kernels, by name (`run --backend`)
   /// One cluster only: `doppler worker`s serving its devices (as `run --workers`), and their token.
-  std::vector<std::pair<std::string, std::uint16_t>> workers;
+  std::vector<std::string> workers;  ///< HOST:PORT
   std::string token;
 };
 

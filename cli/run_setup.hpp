@@ -6,8 +6,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace doppler::cli {
 
@@ -22,5 +24,11 @@ engine_options with_named_backend(engine_options o, const std::string& name, std
 
 /// The shared token: the flag, else $DOPPLER_TOKEN.
 std::string token_or_env(const std::string& flag_value);
+
+/// Attaches the `doppler worker`s at `addresses` (HOST:PORT, the value of `flag`) to `e` with the token
+/// `token_flag` or $DOPPLER_TOKEN. When `report` is given, writes "PREFIXworker HOST:PORT serves cpu0
+/// cpu1" per worker to it.
+void attach_workers(engine& e, const cluster& c, const std::vector<std::string>& addresses, const std::string& flag,
+                    const std::string& token_flag, std::ostream* report = nullptr, const std::string& prefix = "");
 
 }  // namespace doppler::cli
