@@ -57,6 +57,7 @@ struct run_flags {
   int repeat = 5, warmup = 1, streams = 1;
   std::uint64_t seed = 0;
   double timeout = 600;
+  double busy_wait = 60;  // seconds a run waits for worker devices serving another engine's run
   CLI::Option* cluster_option = nullptr;  // to tell a defaulted --cluster from a given one
   bool json = false, failover = false;
 };
@@ -187,6 +188,8 @@ void run_command(const run_flags& f) {
   if (f.warmup < 0) throw error(errc::bad_argument, "", "--warmup", "must be at least 0");
   check_streams_flag(f.streams);
   if (!(f.timeout > 0)) throw error(errc::bad_argument, "", "--timeout", "must be positive");
+  if (!(f.busy_wait >= 0) || !std::isfinite(f.busy_wait))
+    throw error(errc::bad_argument, "", "--busy-wait", "must be a number of seconds >= 0");
   if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
     throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");
   if (!f.learner.empty() && !f.placement_file.empty())
@@ -237,7 +240,8 @@ void run_command(const run_flags& f) {
                   .with_scheduler(f.scheduler)
                   .with_streams(f.streams)
                   .with_costs(cm)
-                  .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000))));
+                  .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000)))
+                  .with_busy_wait(std::chrono::milliseconds(static_cast<std::int64_t>(f.busy_wait * 1000))));
   attach_workers(e, c, f.workers, "--workers", f.token, f.json ? nullptr : &std::cout);
   std::optional<learner_client> lc_actor;
   if (learner) {
@@ -266,7 +270,10 @@ void run_command(const run_flags& f) {
           comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes));
     simulated = simulate(*g, c, p, cm, so).makespan;
   }
-  if (f.warmup > 0) exit_at_timeout([&] { return e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false)); });
+  double busy_waited = 0;  // seconds waited for worker devices another engine's run held (warm-up included)
+  if (f.warmup > 0)
+    busy_waited += exit_at_timeout([&] { return e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false)); })
+                       .busy_waited;
   if (f.online) {
     exit_at_timeout([&] { online_command(f, e, *lc_actor, g, cm, ro); });
     if (!f.save_policy.empty()) {
@@ -279,6 +286,7 @@ void run_command(const run_flags& f) {
   auto r = exit_at_timeout(
       [&] { return e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty())); });
   const host_cache_stats hc = host_cache_statistics();
+  busy_waited += r.busy_waited;
 
   auto ms = r.makespans();
   const auto st = summarize(ms);
@@ -299,6 +307,7 @@ void run_command(const run_flags& f) {
                      {"transfer_mode", f.transfers}, {"planned_tensors", r.planned_tensors}};
     if (!f.trace_file.empty()) j["trace"] = f.trace_file;
     if (!r.failovers.empty()) j["failovers"] = r.failovers;
+    j["busy_waited_s"] = busy_waited;
     j["blas_core"] = cpu::blas_core();  // the OpenBLAS kernels the cpu backend's matmuls ran (kernels.cpp)
     j["host_cache"] = {{"hits", hc.hits}, {"misses", hc.misses}, {"cached_bytes", hc.cached_bytes},
                        {"limit_bytes", hc.limit_bytes}};
@@ -317,6 +326,8 @@ void run_command(const run_flags& f) {
   if (hc.hits + hc.misses > 0)
     std::cout << fmt::format("host buffers: {} of {} large buffers reused in the measured runs, {:.1f} MiB cached\n", hc.hits,
                              hc.hits + hc.misses, static_cast<double>(hc.cached_bytes) / (1024.0 * 1024.0));
+  if (busy_waited > 0)
+    std::cout << fmt::format("waited {:.2f} s for worker devices that were serving another engine's run\n", busy_waited);
   for (const auto& why : r.failovers) std::cout << "failover (ops re-placed on the surviving devices) after: " << why << "\n";
   if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
   if (lc_actor && !f.save_policy.empty()) std::cout << "wrote learner state " << f.save_policy << "\n";
@@ -343,6 +354,10 @@ void add_run_commands(CLI::App& app) {
                                          "it; outputs stay in GPU memory, copied device to device)")->capture_default_str();
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
   cmd->add_option("--timeout", f->timeout, "Seconds before a run fails (the process then exits at once: a kernel still running is abandoned, not waited for)")->capture_default_str();
+  cmd->add_option("--busy-wait", f->busy_wait,
+                  "Seconds a run waits for --workers devices that are serving another `doppler run` (a worker "
+                  "serves one run at a time; the later run waits its turn) before it fails; 0: fail at once")
+      ->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
   cmd->add_option("--scheduler", f->scheduler, "CAF scheduler: stealing or sharing")->capture_default_str();
   cmd->add_option("--transfers", f->transfers,

@@ -19,6 +19,8 @@
 #   failover          `--failover` over worker a and a third worker started for the invocation and
 #                     killed (SIGKILL) at a random moment: the run must finish on the survivors, or
 #                     fail at once naming the lost worker when it died before the runs began
+#   concurrent        two `doppler run --workers` started at the same moment on the same workers:
+#                     both must finish (a worker serves one run at a time; the later waits, --busy-wait)
 # (workers-doppler and workers-train are left out without doppler-learn beside $DOPPLER: no Torch).
 # Exit status: 0 when every invocation finished (or, for failover, failed clearly), 1 otherwise.
 set -euo pipefail
@@ -31,7 +33,7 @@ REPEAT="${REPEAT:-200}"
 BACKEND="${BACKEND:-null}"
 [[ -x "$DOPPLER" ]] || { echo "soak_run.sh: no doppler binary $DOPPLER (cmake --build --preset release)" >&2; exit 2; }
 if [[ -z "${CASES:-}" ]]; then
-  CASES="local-planned local-online workers workers-planned workers-online failover"
+  CASES="local-planned local-online workers workers-planned workers-online failover concurrent"
   [[ -x "$(dirname "$DOPPLER")/doppler-learn" ]] && CASES+=" workers-doppler workers-train"
 fi
 read -r -a cases <<<"$CASES"
@@ -75,7 +77,7 @@ case_args() {
   case "$1" in
     local-planned) echo "${run[*]} --backend $BACKEND --transfers planned" ;;
     local-online) echo "${run[*]} --backend $BACKEND --learner cp --online --explore 0.3" ;;
-    workers) echo "${run[*]} --workers ${workers[0]},${workers[1]}" ;;
+    workers | concurrent) echo "${run[*]} --workers ${workers[0]},${workers[1]}" ;;
     workers-planned) echo "${run[*]} --workers ${workers[0]},${workers[1]} --transfers planned" ;;
     workers-online) echo "${run[*]} --workers ${workers[0]},${workers[1]} --learner cp --online --explore 0.3" ;;
     workers-doppler) echo "${run[*]} --workers ${workers[0]},${workers[1]} --learner doppler --online --explore 0.3" ;;
@@ -103,7 +105,17 @@ for ((i = 1; i <= N; ++i)); do
   fi
   read -r -a args <<<"$args_text"
   rc=0
-  timeout "$TIMEOUT" "$DOPPLER" "${args[@]}" >"$tmp/out.json" 2>"$tmp/err.log" || rc=$?
+  if [[ "$c" == concurrent ]]; then  # two engines at once; the invocation's status is the worse one
+    timeout "$TIMEOUT" "$DOPPLER" "${args[@]}" >"$tmp/out.json" 2>"$tmp/err.log" &
+    first=$!
+    rc2=0
+    timeout "$TIMEOUT" "$DOPPLER" "${args[@]}" >"$tmp/out2.json" 2>"$tmp/err2.log" || rc2=$?
+    wait "$first" || rc=$?
+    ((rc != 0)) || rc=$rc2
+    cat "$tmp/err2.log" >>"$tmp/err.log"
+  else
+    timeout "$TIMEOUT" "$DOPPLER" "${args[@]}" >"$tmp/out.json" 2>"$tmp/err.log" || rc=$?
+  fi
   if [[ -n "$victim" ]]; then
     kill -9 "$victim" 2>/dev/null || true
     wait "$victim" 2>/dev/null || true

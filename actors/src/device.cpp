@@ -292,6 +292,10 @@ void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
   st.dispatcher = caf::actor_cast<dispatcher_actor>(self->current_sender());
 }
 
+/// How long after the last refusal of another engine the engine of a device's last run yields to it
+/// (longer than the longest back-off between an engine's tries, engine.cpp's busy_backoff: 0.75 s).
+constexpr std::int64_t turn_window_ns = 1'000'000'000;
+
 device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
   self->state.opt = std::move(opt);
   self->state.resident = self->state.opt.kernels->resident();
@@ -312,13 +316,25 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       [=](begin_atom, const plan_text& text) -> caf::result<caf::ok_atom> {
         // A worker's device serves one run at a time: another engine's run is refused while this one's
         // dispatcher lives (its `end`, or its down message when that engine goes away, frees the device).
+        // Engines take turns: one refused while a run held the device is waiting (it tries again within
+        // a second, engine.cpp), so the engine of that run yields its next run to it.
         auto& st = self->state;
+        const auto now = now_ns();
         if (st.active && st.dispatcher && self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher)) {
+          if (text.engine != st.last_engine) st.waiter_ns = now;
           settle(self);
           return caf::make_error(caf::sec::invalid_argument,
-                                 "device busy: it is serving run " + std::to_string(st.run) +
+                                 std::string(device_busy_text) + " it is serving run " + std::to_string(st.run) +
                                      " of another engine (a worker serves one run at a time)");
         }
+        if (text.engine == st.last_engine && st.waiter_ns != 0 && now - st.waiter_ns < turn_window_ns) {
+          settle(self);
+          return caf::make_error(caf::sec::invalid_argument,
+                                 std::string(device_busy_text) + " another engine is waiting for it (engines take "
+                                                                 "turns on a worker's devices)");
+        }
+        if (text.engine != st.last_engine) st.waiter_ns = 0;  // a new engine's turn: nobody waits now
+        st.last_engine = text.engine;
         try {
           auto plan = from_text(text);
           // A worker's device learns its index in the run's cluster from its place in the plan

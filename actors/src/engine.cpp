@@ -19,10 +19,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <random>
+#include <thread>
 
 namespace doppler {
 
@@ -45,6 +50,27 @@ struct engine::impl {
   /// The last run's plan (guarded by mutex): a run of the same graph and placement copies its tables
   /// instead of checking and computing them again (declared after sys: released before it).
   std::shared_ptr<const actors::run_plan> last_plan;
+  std::minstd_rand backoff_rng{std::random_device{}()};  // guarded by mutex
+  /// This engine's id in its plans: a worker's devices take turns between engines (device.cpp).
+  const std::uint64_t id = [] {
+    std::random_device rd;
+    std::uint64_t v = 0;
+    while (v == 0) v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+    return v;
+  }();
+
+  /// How long to wait before try `tries` + 1 for devices another engine's run holds: 5 ms doubling to
+  /// 0.5 s, times a random factor in [0.5, 1.5) so that two engines that collided do not collide again.
+  std::chrono::steady_clock::duration busy_backoff(std::size_t tries) {
+    double base = 0.005 * std::pow(2.0, static_cast<double>(std::min<std::size_t>(tries, 16) - 1));
+    double factor;
+    {
+      std::lock_guard lock(mutex);
+      factor = std::uniform_real_distribution<double>(0.5, 1.5)(backoff_rng);
+    }
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(std::min(base, 0.5) * factor));
+  }
 
   impl(cluster cl, engine_options o)
       : opt(std::move(o)),
@@ -56,6 +82,7 @@ struct engine::impl {
         throw error(errc::bad_argument, "engine: straggler device index " + std::to_string(d) + " is not in cluster '" +
                                             c->name() + "'");
     if (!opt.stragglers.empty()) kernels = actors::make_straggler_backend(kernels, opt.stragglers);
+    if (opt.busy_wait.count() < 0) throw error(errc::bad_argument, "engine: busy_wait must be >= 0");
     if (opt.streams < 1 || opt.streams > max_streams)  // each stream is a worker thread per device
       throw error(errc::bad_argument, "engine: streams must be in [1, " + std::to_string(max_streams) + "], got " +
                                           std::to_string(opt.streams));
@@ -206,8 +233,12 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     cur = impl_->without_lost(cur, "devices lost before this run");
     result.failovers.push_back("devices of a lost worker were re-placed before the run");
   }
+  // when this repeat first found a worker's device busy (waiting: a device was busy at the last try)
+  std::chrono::steady_clock::time_point busy_since{};
+  bool waiting = false;
   for (int k = 0; k < opt.repeat; ++k) {
     auto plan = std::make_shared<actors::run_plan>();
+    plan->engine = impl_->id;
     plan->run = impl_->next_run++;
     plan->g = g;
     plan->c = impl_->c;
@@ -243,6 +274,26 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     result.planned_tensors = static_cast<std::size_t>(std::count_if(
         plan->transfer_plans.begin(), plan->transfer_plans.end(), [](const auto& tp) { return tp != nullptr; }));
     auto rep = actors::execute_plan(impl_->sys, plan);
+    if (!rep.ok && rep.devices_busy) {  // another engine's run holds a worker's device: wait, try again
+      auto now = std::chrono::steady_clock::now();
+      if (!waiting) busy_since = now, waiting = true;
+      auto waited = now - busy_since;
+      if (waited < impl_->opt.busy_wait) {
+        ++result.busy_tries;
+        auto nap = impl_->busy_backoff(result.busy_tries);
+        nap = std::min<std::chrono::steady_clock::duration>(nap, impl_->opt.busy_wait - waited);
+        std::this_thread::sleep_for(nap);
+        --k;
+        continue;
+      }
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.1f", std::chrono::duration<double>(waited).count());
+      rep.failure += std::string(" (waited ") + secs + " s for it: engine_options::busy_wait, --busy-wait)";
+    }
+    if (waiting) {
+      result.busy_waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since).count();
+      waiting = false;
+    }
     if (!rep.ok) {
       auto newly_lost = impl_->heal();
       if (opt.failover && !newly_lost.empty()) {  // run this repeat again without the lost devices

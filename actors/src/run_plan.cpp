@@ -163,6 +163,7 @@ void finish_plan(run_plan& plan, const run_plan* previous) {
 
 plan_text to_text(const run_plan& plan) {
   plan_text t;
+  t.engine = plan.engine;
   t.run = plan.run;
   t.graph_json = to_json_text(*plan.g);
   t.cluster_json = to_json_text(*plan.c);
@@ -180,6 +181,7 @@ plan_text to_text(const run_plan& plan) {
 
 std::shared_ptr<run_plan> from_text(const plan_text& t) {
   auto plan = std::make_shared<run_plan>();
+  plan->engine = t.engine;
   plan->run = t.run;
   plan->g = std::make_shared<const graph>(parse_graph(t.graph_json, "<plan graph>"));
   plan->c = std::make_shared<const cluster>(parse_cluster(t.cluster_json, "<plan cluster>"));

@@ -161,6 +161,32 @@ TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
   CHECK(help.out.find("--token") != std::string::npos);
 }
 
+TEST_CASE("doppler run --workers: two runs at once on one worker both finish and the later one waits its turn") {
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 32 -o " + (t / "g.json")).code == 0);
+  std::string at = start_worker(t);
+  std::string run = cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --json --warmup 0 --workers " + at;
+  check_refused(run + " --busy-wait -1", "--busy-wait");
+  check_refused(run + " --busy-wait nan", "--busy-wait");
+  CHECK(sh(run + " --help").out.find("--busy-wait") != std::string::npos);
+  // the first keeps the worker busy for seconds; the second starts while it runs
+  auto both = sh("(" + run + " --repeat 2000 > " + (t / "first.json") + " 2> " + (t / "first.err") + "; echo $? > " +
+                 (t / "first.rc") + ") & sleep 0.3; " + run + " --repeat 3 > " + (t / "second.json") + "; rc=$?; wait; exit $rc");
+  CAPTURE(both.out);
+  REQUIRE(both.code == 0);
+  std::ifstream rc(t / "first.rc");
+  int first_rc = -1;
+  rc >> first_rc;
+  CHECK(first_rc == 0);
+  std::ifstream f1(t / "first.json"), f2(t / "second.json");
+  auto j1 = nlohmann::json::parse(f1), j2 = nlohmann::json::parse(f2);
+  CHECK(j1["makespans_s"].size() == 2000);
+  CHECK(j2["makespans_s"].size() == 3);
+  // the second waited for the first's run at least once (turns: it did not wait for all 2000)
+  CHECK(j1["busy_waited_s"].get<double>() + j2["busy_waited_s"].get<double>() > 0);
+  CHECK(sh("kill $(cat " + (t / "w.pid") + ")").code == 0);
+}
+
 TEST_CASE("doppler run --backend cuda: runs on a GPU, or says clearly why not") {
   temp_dir t;
   REQUIRE(sh(cli + " workload llama-block --dim 64 --heads 4 --ffn 96 --seq 16 --shards 2 -o " + (t / "g.json")).code == 0);

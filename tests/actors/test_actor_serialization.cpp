@@ -85,10 +85,13 @@ TEST_CASE("completion messages and the run report") {
   late.failure = "op 'y' (index 1) on device cpu1: run timed out after 5 ms with this op unfinished";
   late.failed_op = 1;
   late.timed_out = true;
+  late.devices_busy = true;
   late.makespan = 0.5;
   auto lb = f.round_trip(late);
   CHECK_FALSE(lb.ok);
   CHECK(lb.timed_out);
+  CHECK(lb.devices_busy);
+  CHECK_FALSE(rb.devices_busy);
   CHECK(lb.failed_op == 1);
   CHECK(lb.makespan == 0.5);  // the field after timed_out still lands in its place
 }

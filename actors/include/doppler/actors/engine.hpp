@@ -44,6 +44,10 @@ struct engine_options {
   cost_model costs;                  ///< what `emulate` holds kernels and transfers for
   std::shared_ptr<actors::backend> custom_backend;  ///< overrides `backend` (tests, other devices)
   std::chrono::milliseconds timeout{120000};        ///< default per-run timeout
+  /// A worker's devices serve one run at a time. When a run finds one serving another engine's run,
+  /// it gives back the devices it took, waits (randomized, growing back-off: 5 ms to 0.5 s) and tries
+  /// again, for up to this long; then it fails with the device's refusal. 0: fail at once.
+  std::chrono::milliseconds busy_wait{60000};
   std::size_t scheduler_threads = 0; ///< CAF scheduler threads (0: CAF's default, one per core)
   /// CAF scheduler: `stealing` (CAF's default: per-thread queues, workers poll and sleep) or
   /// `sharing` (one queue, waiters notified: about half the cross-device wait on an idle host).
@@ -61,6 +65,7 @@ struct engine_options {
   engine_options& with_costs(cost_model cm) { costs = std::move(cm); return *this; }
   engine_options& with_custom_backend(std::shared_ptr<actors::backend> b) { custom_backend = std::move(b); return *this; }
   engine_options& with_timeout(std::chrono::milliseconds t) { timeout = t; return *this; }
+  engine_options& with_busy_wait(std::chrono::milliseconds t) { busy_wait = t; return *this; }
   engine_options& with_scheduler_threads(std::size_t n) { scheduler_threads = n; return *this; }
   engine_options& with_network(bool on = true) { network = on; return *this; }
   engine_options& with_scheduler(std::string name) { scheduler = std::move(name); return *this; }
@@ -110,6 +115,10 @@ struct run_result {
   std::size_t planned_tensors = 0;         ///< tensors moved by a transfer plan (per run)
   /// With `failover`: the failures survived by re-placing a lost worker's ops (empty: none).
   std::vector<std::string> failovers;
+  /// Seconds spent waiting for workers' devices that served another engine's run (busy_wait), and
+  /// the tries that found one busy.
+  double busy_waited = 0;
+  std::size_t busy_tries = 0;
 
   std::vector<double> makespans() const;
   double mean_makespan() const;

@@ -69,6 +69,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -84,6 +85,7 @@ struct plan_ref {
 /// The plan as data, for a device actor in another process (`worker`): the graph and the cluster in
 /// their JSON formats, the placement, the device handles and the run's settings.
 struct plan_text {
+  std::uint64_t engine = 0;          ///< run_plan::engine
   std::uint64_t run = 0;
   std::string graph_json, cluster_json;
   std::vector<device_index> device;  ///< placement: device per op
@@ -167,6 +169,10 @@ struct op_output {
   tensor_ref value;
 };
 
+/// How a worker's device refusing a plan because it serves another engine's run begins its error
+/// (the dispatcher marks such a run `devices_busy`; the engine then waits and tries again).
+inline constexpr std::string_view device_busy_text = "device busy:";
+
 /// What a run produced: the measured trace and its summary, the outputs, or why it failed.
 struct run_report {
   bool ok = false;
@@ -174,6 +180,9 @@ struct run_report {
   std::uint32_t failed_op = 0;    ///< meaningful when !ok and failure names an op
   std::uint32_t failed_device = 0;
   bool timed_out = false;         ///< the run failed because it passed its timeout
+  /// The run failed before it began because a worker's device was serving another engine's run
+  /// (`device_busy_text`): the engine tries again (engine_options::busy_wait).
+  bool devices_busy = false;
   double makespan = 0;                  ///< seconds, first dispatch → last completion
   std::vector<double> busy;             ///< per device: seconds with ≥ 1 op running
   /// Bytes as the graph sizes each tensor (op::bytes; what the simulator counts): per directed link
@@ -346,7 +355,7 @@ typename Inspector::result_type inspect(Inspector& f, tensor_ref& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plan_text& x) {
-  return f(caf::meta::type_name("plan_text"), x.run, x.graph_json, x.cluster_json, x.device, x.order,
+  return f(caf::meta::type_name("plan_text"), x.engine, x.run, x.graph_json, x.cluster_json, x.device, x.order,
            x.devices, x.mode, x.keep, x.seed, x.record_trace, x.timeout_ms, x.device_release);
 }
 template <class Inspector>
@@ -389,7 +398,7 @@ typename Inspector::result_type inspect(Inspector& f, op_output& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_report& x) {
   return f(caf::meta::type_name("run_report"), x.ok, x.failure, x.failed_op, x.failed_device,
-           x.timed_out, x.makespan, x.busy, x.link_bytes, x.bytes_moved, x.transfers, x.events, x.outputs);
+           x.timed_out, x.devices_busy, x.makespan, x.busy, x.link_bytes, x.bytes_moved, x.transfers, x.events, x.outputs);
 }
 
 }  // namespace doppler::actors

@@ -57,6 +57,7 @@ struct slot_tables {
 };
 
 struct run_plan {
+  std::uint64_t engine = 0;                 ///< the engine's random id (a worker's devices take turns between engines)
   std::uint64_t run = 0;                    ///< run id; messages of other runs are dropped
   std::shared_ptr<const graph> g;
   std::shared_ptr<const cluster> c;
