@@ -292,9 +292,12 @@ void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
   st.dispatcher = caf::actor_cast<dispatcher_actor>(self->current_sender());
 }
 
-/// How long after the last refusal of another engine the engine of a device's last run yields to it
-/// (longer than the longest back-off between an engine's tries, engine.cpp's busy_backoff: 0.75 s).
-constexpr std::int64_t turn_window_ns = 1'000'000'000;
+/// Turns between engines on a worker's device: after `turn_quantum_ns` of runs of one engine, the
+/// device refuses its next run while another engine was refused within the last `turn_window_ns`
+/// (longer than the longest back-off between an engine's tries, engine.cpp's busy_backoff: 75 ms),
+/// so that one waits at most about a quantum and a turn costs the devices one back-off of idling.
+constexpr std::int64_t turn_quantum_ns = 200'000'000;
+constexpr std::int64_t turn_window_ns = 250'000'000;
 
 device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
   self->state.opt = std::move(opt);
@@ -317,7 +320,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         // A worker's device serves one run at a time: another engine's run is refused while this one's
         // dispatcher lives (its `end`, or its down message when that engine goes away, frees the device).
         // Engines take turns: one refused while a run held the device is waiting (it tries again within
-        // a second, engine.cpp), so the engine of that run yields its next run to it.
+        // 75 ms, engine.cpp), so the engine of that run yields to it once its turn is a quantum long.
         auto& st = self->state;
         const auto now = now_ns();
         if (st.active && st.dispatcher && self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher)) {
@@ -327,13 +330,14 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
                                  std::string(device_busy_text) + " it is serving run " + std::to_string(st.run) +
                                      " of another engine (a worker serves one run at a time)");
         }
-        if (text.engine == st.last_engine && st.waiter_ns != 0 && now - st.waiter_ns < turn_window_ns) {
+        if (text.engine == st.last_engine && st.waiter_ns != 0 && now - st.waiter_ns < turn_window_ns &&
+            now - st.turn_ns >= turn_quantum_ns) {
           settle(self);
           return caf::make_error(caf::sec::invalid_argument,
                                  std::string(device_busy_text) + " another engine is waiting for it (engines take "
                                                                  "turns on a worker's devices)");
         }
-        if (text.engine != st.last_engine) st.waiter_ns = 0;  // a new engine's turn: nobody waits now
+        if (text.engine != st.last_engine) st.waiter_ns = 0, st.turn_ns = now;  // a new turn: nobody waits now
         st.last_engine = text.engine;
         try {
           auto plan = from_text(text);

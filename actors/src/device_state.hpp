@@ -74,6 +74,7 @@ struct device_state {
   // ---- turns between engines (a worker's device serves one run at a time) ----
   std::uint64_t last_engine = 0;  // the engine of the current or last run from another process
   std::int64_t waiter_ns = 0;     // when another engine was last refused while a run held this device
+  std::int64_t turn_ns = 0;       // when last_engine's turn began (its first run after another engine's)
   // Compact buffer slots (run_plan::slots): slot s holds op slot_op[base + s]'s output on this device;
   // home slots (this device's own ops) come first. The arrays keep their capacity between runs.
   const slot_tables* sl = nullptr;

@@ -59,17 +59,18 @@ struct engine::impl {
     return v;
   }();
 
-  /// How long to wait before try `tries` + 1 for devices another engine's run holds: 5 ms doubling to
-  /// 0.5 s, times a random factor in [0.5, 1.5) so that two engines that collided do not collide again.
+  /// How long to wait before try `tries` + 1 of one run for devices another engine's run holds: 2 ms
+  /// doubling to 50 ms, times a random factor in [0.5, 1.5) so that two engines that collided do not
+  /// collide again. (A device's turn passes when the waiting engine tries: device.cpp.)
   std::chrono::steady_clock::duration busy_backoff(std::size_t tries) {
-    double base = 0.005 * std::pow(2.0, static_cast<double>(std::min<std::size_t>(tries, 16) - 1));
+    double base = 0.002 * std::pow(2.0, static_cast<double>(std::min<std::size_t>(tries, 16) - 1));
     double factor;
     {
       std::lock_guard lock(mutex);
       factor = std::uniform_real_distribution<double>(0.5, 1.5)(backoff_rng);
     }
     return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(std::min(base, 0.5) * factor));
+        std::chrono::duration<double>(std::min(base, 0.05) * factor));
   }
 
   impl(cluster cl, engine_options o)
@@ -236,6 +237,7 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
   // when this repeat first found a worker's device busy (waiting: a device was busy at the last try)
   std::chrono::steady_clock::time_point busy_since{};
   bool waiting = false;
+  std::size_t tries = 0;  // of this repeat, refused as busy
   for (int k = 0; k < opt.repeat; ++k) {
     auto plan = std::make_shared<actors::run_plan>();
     plan->engine = impl_->id;
@@ -280,7 +282,7 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
       auto waited = now - busy_since;
       if (waited < impl_->opt.busy_wait) {
         ++result.busy_tries;
-        auto nap = impl_->busy_backoff(result.busy_tries);
+        auto nap = impl_->busy_backoff(++tries);
         nap = std::min<std::chrono::steady_clock::duration>(nap, impl_->opt.busy_wait - waited);
         std::this_thread::sleep_for(nap);
         --k;
@@ -293,6 +295,7 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     if (waiting) {
       result.busy_waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since).count();
       waiting = false;
+      tries = 0;
     }
     if (!rep.ok) {
       auto newly_lost = impl_->heal();

@@ -45,8 +45,9 @@ struct engine_options {
   std::shared_ptr<actors::backend> custom_backend;  ///< overrides `backend` (tests, other devices)
   std::chrono::milliseconds timeout{120000};        ///< default per-run timeout
   /// A worker's devices serve one run at a time. When a run finds one serving another engine's run,
-  /// it gives back the devices it took, waits (randomized, growing back-off: 5 ms to 0.5 s) and tries
-  /// again, for up to this long; then it fails with the device's refusal. 0: fail at once.
+  /// it gives back the devices it took, waits (randomized, growing back-off: 2 ms to 50 ms) and tries
+  /// again, for up to this long; then it fails with the device's refusal. 0: fail at once. Engines
+  /// take turns of at least 0.2 s on a device when several want it (docs/runtime.md).
   std::chrono::milliseconds busy_wait{60000};
   std::size_t scheduler_threads = 0; ///< CAF scheduler threads (0: CAF's default, one per core)
   /// CAF scheduler: `stealing` (CAF's default: per-thread queues, workers poll and sleep) or
