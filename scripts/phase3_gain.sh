@@ -49,16 +49,17 @@ SLOW_TRAIN=() SLOW_RUN=()
 if [[ -n ${STRAGGLER:-} ]]; then SLOW_TRAIN=(--real-straggler "$STRAGGLER"); SLOW_RUN=(--straggler "$STRAGGLER"); fi
 mkdir -p "$OUT/placements" "$OUT/train"
 source "$(dirname "$0")/lib/calibrated_block.sh"
+DOPPLER=$D
+source "$(dirname "$0")/lib/workers.sh"
 ON_TRAIN=() ON_RUN=()  # WORKERS: where the real runtime's devices live
 if ((${WORKERS:-0} > 0)); then
   ((N % WORKERS == 0)) || { echo "phase3_gain.sh: DEVICES=$N is not a multiple of WORKERS=$WORKERS" >&2; exit 2; }
   worker_pids=() at=()
   trap 'kill "${worker_pids[@]}" 2>/dev/null || true' EXIT
   for ((w = 0; w < WORKERS; ++w)); do
-    "$D" worker --devices "cpu:$((N / WORKERS))" > "$OUT/worker-$w.log" 2>&1 &
-    worker_pids+=($!)
-    for _ in $(seq 100); do grep -q 'listening on' "$OUT/worker-$w.log" && break; sleep 0.1; done
-    at+=("$(grep -o 'listening on [^ ]*' "$OUT/worker-$w.log" | awk '{print $3}')")
+    start_worker "$OUT/worker-$w.log" --devices "cpu:$((N / WORKERS))"
+    worker_pids+=("$worker_pid")
+    at+=("$worker_at")
   done
   list=$(IFS=,; echo "${at[*]}")
   ON_TRAIN=(--real-workers "$list") ON_RUN=(--workers "$list")

@@ -26,15 +26,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+source scripts/lib/workers.sh
 workers=()
 for w in a b; do
-  "$DOPPLER" worker --devices cpu:2 --backend "$BACKEND" >"$tmp/worker-$w.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do
-    grep -q 'listening on' "$tmp/worker-$w.log" && break
-    sleep 0.1
-  done
-  workers+=("$(grep -o 'listening on [^ ]*' "$tmp/worker-$w.log" | awk '{print $3}')")
+  start_worker "$tmp/worker-$w.log" --devices cpu:2 --backend "$BACKEND"
+  pids+=("$worker_pid")
+  workers+=("$worker_at")
 done
 run=("$DOPPLER" run --workers "${workers[0]},${workers[1]}" --repeat "$REPEAT" --warmup 1 --json)
 waited() { python3 -c "import json,sys; print(f\"{json.load(open(sys.argv[1]))['busy_waited_s']:.2f}\")" "$1"; }

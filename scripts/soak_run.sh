@@ -49,22 +49,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_worker NAME: a `doppler worker` of two devices in the background; sets $worker_pid and $worker_at.
-start_worker() {
-  "$DOPPLER" worker --devices cpu:2 --backend "$BACKEND" >"$tmp/worker-$1.log" 2>&1 &
-  worker_pid=$!
-  for _ in $(seq 100); do
-    grep -q 'listening on' "$tmp/worker-$1.log" && break
-    sleep 0.1
-  done
-  worker_at=$(grep -o 'listening on [^ ]*' "$tmp/worker-$1.log" | awk '{print $3}') ||
-    { echo "soak_run.sh: worker $1 did not start:" >&2; cat "$tmp/worker-$1.log" >&2; exit 2; }
-}
+source scripts/lib/workers.sh
 
 # Two workers of two devices each, for the whole soak (as a user's cluster would be).
 workers=()
 for w in a b; do
-  start_worker "$w"
+  start_worker "$tmp/worker-$w.log" --devices cpu:2 --backend "$BACKEND"
   pids+=("$worker_pid")
   workers+=("$worker_at")
 done
@@ -101,7 +91,7 @@ for ((i = 1; i <= N; ++i)); do
     n_victims=1
     [[ "$c" == failover2 ]] && n_victims=2
     for ((v = 0; v < n_victims; ++v)); do
-      start_worker "c$i-$v"
+      start_worker "$tmp/worker-c$i-$v.log" --devices cpu:2 --backend "$BACKEND"
       victims+=("$worker_pid")
       victim_ats+=("$worker_at")
       # dies at a random moment in the invocation's first ~0.4 s (about the length of its runs)

@@ -258,16 +258,29 @@ TEST_CASE("failover: a worker lost mid-run has its ops re-placed on the survivor
   CHECK_THROWS_WITH_AS(e.run(g, p), doctest::Contains(where.c_str()), run_failure);
 }
 
-TEST_CASE("a worker serves one run at a time: with no busy wait a second engine is refused clearly") {
+/// Two engines sharing one worker that serves device 1 of cpu:2 with `delay` kernels; device 0 is each
+/// engine's own.
+struct shared_worker {
   cluster c = make_preset("cpu:2");
-  auto slow = std::make_shared<slow_backend>(20ms);
-  worker w(c, {1}, engine_options{}.with_custom_backend(slow));
-  engine first(c, engine_options{}.with_network());
-  engine second(c, engine_options{}.with_network().with_busy_wait(0ms));
-  first.attach_worker("127.0.0.1", w.port());
-  second.attach_worker("127.0.0.1", w.port());
+  std::shared_ptr<slow_backend> slow;
+  worker w;
+  engine first, second;
   graph g = small_llama();
   placement p = round_robin(g, c);
+
+  shared_worker(std::chrono::milliseconds delay, engine_options second_options)
+      : slow(std::make_shared<slow_backend>(delay)),
+        w(c, {1}, engine_options{}.with_custom_backend(slow)),
+        first(c, engine_options{}.with_network()),
+        second(c, second_options.with_network()) {
+    first.attach_worker("127.0.0.1", w.port());
+    second.attach_worker("127.0.0.1", w.port());
+  }
+};
+
+TEST_CASE("a worker serves one run at a time: with no busy wait a second engine is refused clearly") {
+  shared_worker sw(20ms, engine_options{}.with_busy_wait(0ms));
+  auto& [c, slow, w, first, second, g, p] = sw;
   auto run = std::async(std::launch::async, [&] { return first.run(g, p, run_options{}.with_seed(1).keep_all()); });
   wait_for_kernel(*slow);
   REQUIRE(run.wait_for(0s) == std::future_status::timeout);
@@ -279,14 +292,8 @@ TEST_CASE("a worker serves one run at a time: with no busy wait a second engine 
 }
 
 TEST_CASE("a second engine waits its turn on a busy worker and runs when the first run ends") {
-  cluster c = make_preset("cpu:2");
-  auto slow = std::make_shared<slow_backend>(20ms);
-  worker w(c, {1}, engine_options{}.with_custom_backend(slow));
-  engine first(c, engine_options{}.with_network()), second(c, engine_options{}.with_network());
-  first.attach_worker("127.0.0.1", w.port());
-  second.attach_worker("127.0.0.1", w.port());
-  graph g = small_llama();
-  placement p = round_robin(g, c);
+  shared_worker sw(20ms, engine_options{});
+  auto& [c, slow, w, first, second, g, p] = sw;
   auto run = std::async(std::launch::async, [&] { return first.run(g, p, run_options{}.with_seed(1).keep_all()); });
   wait_for_kernel(*slow);
   REQUIRE(run.wait_for(0s) == std::future_status::timeout);
@@ -299,14 +306,8 @@ TEST_CASE("a second engine waits its turn on a busy worker and runs when the fir
 }
 
 TEST_CASE("an engine with many runs to do yields a worker to an engine waiting its turn between two of them") {
-  cluster c = make_preset("cpu:2");
-  auto slow = std::make_shared<slow_backend>(2ms);
-  worker w(c, {1}, engine_options{}.with_custom_backend(slow));
-  engine first(c, engine_options{}.with_network()), second(c, engine_options{}.with_network());
-  first.attach_worker("127.0.0.1", w.port());
-  second.attach_worker("127.0.0.1", w.port());
-  graph g = small_llama();
-  placement p = round_robin(g, c);
+  shared_worker sw(2ms, engine_options{});
+  auto& [c, slow, w, first, second, g, p] = sw;
   constexpr int many = 60;
   auto t0 = std::chrono::steady_clock::now();
   auto busy = std::async(std::launch::async, [&] { return first.run(g, p, run_options{}.with_seed(1).keep_all().with_repeat(many)); });
