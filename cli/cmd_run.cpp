@@ -270,10 +270,14 @@ void run_command(const run_flags& f) {
           comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes));
     simulated = simulate(*g, c, p, cm, so).makespan;
   }
-  double busy_waited = 0;  // seconds waited for worker devices another engine's run held (warm-up included)
+  // waiting for worker devices another engine's run held (warm-up included): seconds, refused runs, probes
+  double busy_waited = 0;
+  std::size_t busy_tries = 0, busy_probes = 0;
+  auto add_waits = [&](const run_result& r) {
+    busy_waited += r.busy_waited, busy_tries += r.busy_tries, busy_probes += r.busy_probes;
+  };
   if (f.warmup > 0)
-    busy_waited += exit_at_timeout([&] { return e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false)); })
-                       .busy_waited;
+    add_waits(exit_at_timeout([&] { return e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false)); }));
   if (f.online) {
     exit_at_timeout([&] { online_command(f, e, *lc_actor, g, cm, ro); });
     if (!f.save_policy.empty()) {
@@ -286,7 +290,7 @@ void run_command(const run_flags& f) {
   auto r = exit_at_timeout(
       [&] { return e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty())); });
   const host_cache_stats hc = host_cache_statistics();
-  busy_waited += r.busy_waited;
+  add_waits(r);
 
   auto ms = r.makespans();
   const auto st = summarize(ms);
@@ -308,6 +312,8 @@ void run_command(const run_flags& f) {
     if (!f.trace_file.empty()) j["trace"] = f.trace_file;
     if (!r.failovers.empty()) j["failovers"] = r.failovers;
     j["busy_waited_s"] = busy_waited;
+    j["busy_tries"] = busy_tries;
+    j["busy_probes"] = busy_probes;
     j["blas_core"] = cpu::blas_core();  // the OpenBLAS kernels the cpu backend's matmuls ran (kernels.cpp)
     j["host_cache"] = {{"hits", hc.hits}, {"misses", hc.misses}, {"cached_bytes", hc.cached_bytes},
                        {"limit_bytes", hc.limit_bytes}};
@@ -327,7 +333,8 @@ void run_command(const run_flags& f) {
     std::cout << fmt::format("host buffers: {} of {} large buffers reused in the measured runs, {:.1f} MiB cached\n", hc.hits,
                              hc.hits + hc.misses, static_cast<double>(hc.cached_bytes) / (1024.0 * 1024.0));
   if (busy_waited > 0)
-    std::cout << fmt::format("waited {:.2f} s for worker devices that were serving another engine's run\n", busy_waited);
+    std::cout << fmt::format("waited {:.2f} s for worker devices that were serving another engine's run ({} runs "
+                             "refused, {} probes)\n", busy_waited, busy_tries, busy_probes);
   for (const auto& why : r.failovers) std::cout << "failover (ops re-placed on the surviving devices) after: " << why << "\n";
   if (!f.trace_file.empty()) std::cout << "wrote trace " << f.trace_file << "\n";
   if (lc_actor && !f.save_policy.empty()) std::cout << "wrote learner state " << f.save_policy << "\n";

@@ -6,9 +6,11 @@
 #   scripts/share_workers.sh
 #
 # Environment (defaults in brackets): DOPPLER [build/release/cli/doppler], REPEAT [200] runs per
-# invocation, ROUNDS [3], BACKEND [null] (the workers' kernels: null measures the protocol alone).
+# invocation, ROUNDS [3], BACKEND [null] (the workers' kernels: null measures the protocol alone),
+# GRAPH [""] (a doppler-graph/1 file; default: run's own, the generated Llama block).
 # Prints, per round, the wall time of one invocation alone, of two started together, their ratio to
-# twice the one alone, and the seconds each of the two spent waiting for the other's runs.
+# twice the one alone, and for each of the two the seconds it waited for the other's runs, the runs
+# refused (each sent its plan) and the probes in between.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DOPPLER="${DOPPLER:-build/release/cli/doppler}"
@@ -34,11 +36,14 @@ for w in a b; do
   workers+=("$worker_at")
 done
 run=("$DOPPLER" run --workers "${workers[0]},${workers[1]}" --repeat "$REPEAT" --warmup 1 --json)
-waited() { python3 -c "import json,sys; print(f\"{json.load(open(sys.argv[1]))['busy_waited_s']:.2f}\")" "$1"; }
+[[ -z "${GRAPH:-}" ]] || run+=(--graph "$GRAPH")
+waited() {
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(f\"{j['busy_waited_s']:.2f} s/{j['busy_tries']}/{j['busy_probes']}\")" "$1"
+}
 
-echo "share_workers: $REPEAT runs per invocation, backend $BACKEND, workers ${workers[*]}, $(date -u +%FT%TZ)," \
+echo "share_workers: ${GRAPH:-the generated Llama block}, $REPEAT runs per invocation, backend $BACKEND, workers ${workers[*]}, $(date -u +%FT%TZ)," \
   "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-echo "| round | one alone (s) | two at once (s) | two at once / (2 x one alone) | waited (s): first, second |"
+echo "| round | one alone (s) | two at once (s) | two at once / (2 x one alone) | waited / runs refused / probes: first, second |"
 echo "|---|---|---|---|---|"
 for ((r = 1; r <= ROUNDS; ++r)); do
   s=$(date +%s.%N)

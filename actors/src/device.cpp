@@ -299,6 +299,26 @@ void begin_run(device_pointer self, std::shared_ptr<const run_plan> plan) {
 constexpr std::int64_t turn_quantum_ns = 200'000'000;
 constexpr std::int64_t turn_window_ns = 250'000'000;
 
+/// Why device `self` refuses a run of `engine` from another process now ("": it does not). A worker's
+/// device serves one run at a time: another engine's run is refused while this one's dispatcher lives
+/// (its `end`, or its down message when that engine goes away, frees the device). Engines take turns:
+/// one refused while a run held the device is waiting (it asks again within 75 ms, engine.cpp), so the
+/// engine of that run yields to it once its turn is a quantum long. `own_run`: the request comes from
+/// the dispatcher of the run the device serves.
+std::string turn_refusal(device_pointer self, std::uint64_t engine, bool own_run) {
+  auto& st = self->state;
+  const auto now = now_ns();
+  if (st.active && st.dispatcher && !own_run) {
+    if (engine != st.last_engine) st.waiter_ns = now;
+    return std::string(device_busy_text) + " it is serving run " + std::to_string(st.run) +
+           " of another engine (a worker serves one run at a time)";
+  }
+  if (engine == st.last_engine && st.waiter_ns != 0 && now - st.waiter_ns < turn_window_ns &&
+      now - st.turn_ns >= turn_quantum_ns)
+    return std::string(device_busy_text) + " another engine is waiting for it (engines take turns on a worker's devices)";
+  return {};
+}
+
 device_actor::behavior_type device_impl(device_pointer self, device_options opt) {
   self->state.opt = std::move(opt);
   self->state.resident = self->state.opt.kernels->resident();
@@ -317,27 +337,13 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         return caf::ok_atom::value;
       },
       [=](begin_atom, const plan_text& text) -> caf::result<caf::ok_atom> {
-        // A worker's device serves one run at a time: another engine's run is refused while this one's
-        // dispatcher lives (its `end`, or its down message when that engine goes away, frees the device).
-        // Engines take turns: one refused while a run held the device is waiting (it tries again within
-        // 75 ms, engine.cpp), so the engine of that run yields to it once its turn is a quantum long.
         auto& st = self->state;
-        const auto now = now_ns();
-        if (st.active && st.dispatcher && self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher)) {
-          if (text.engine != st.last_engine) st.waiter_ns = now;
+        bool own = st.dispatcher && self->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher);
+        if (auto why = turn_refusal(self, text.engine, own); !why.empty()) {
           settle(self);
-          return caf::make_error(caf::sec::invalid_argument,
-                                 std::string(device_busy_text) + " it is serving run " + std::to_string(st.run) +
-                                     " of another engine (a worker serves one run at a time)");
+          return caf::make_error(caf::sec::invalid_argument, std::move(why));
         }
-        if (text.engine == st.last_engine && st.waiter_ns != 0 && now - st.waiter_ns < turn_window_ns &&
-            now - st.turn_ns >= turn_quantum_ns) {
-          settle(self);
-          return caf::make_error(caf::sec::invalid_argument,
-                                 std::string(device_busy_text) + " another engine is waiting for it (engines take "
-                                                                 "turns on a worker's devices)");
-        }
-        if (text.engine != st.last_engine) st.waiter_ns = 0, st.turn_ns = now;  // a new turn: nobody waits now
+        if (text.engine != st.last_engine) st.waiter_ns = 0, st.turn_ns = now_ns();  // a new turn: nobody waits now
         st.last_engine = text.engine;
         try {
           auto plan = from_text(text);
@@ -351,6 +357,11 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
           return caf::make_error(caf::sec::invalid_argument, std::string("device could not build the plan: ") + e.what());
         }
         return caf::ok_atom::value;
+      },
+      [=](probe_atom, std::uint64_t engine) {
+        auto why = turn_refusal(self, engine, false);
+        settle(self);
+        return why;
       },
       [=](execute_atom, std::uint64_t run, std::vector<op_index>& ops) {
         auto& st = self->state;

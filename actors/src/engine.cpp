@@ -51,6 +51,22 @@ struct engine::impl {
   /// instead of checking and computing them again (declared after sys: released before it).
   std::shared_ptr<const actors::run_plan> last_plan;
   std::minstd_rand backoff_rng{std::random_device{}()};  // guarded by mutex
+  /// True when every live device of a worker would take a run of this engine now (probe; a device
+  /// that does not answer counts as free: the run itself then reports what is wrong with it).
+  bool workers_free() {
+    std::vector<actors::device_actor> remote;
+    {
+      std::lock_guard lock(mutex);
+      for (device_index d = 0; d < devices.size(); ++d)
+        if (!where[d].empty() && !lost[d]) remote.push_back(devices[d]);
+    }
+    caf::scoped_actor self{sys};
+    bool free = true;
+    for (auto& d : remote)
+      self->request(d, std::chrono::seconds(1), actors::probe_atom::value, id)
+          .receive([&](const std::string& why) { free = free && why.empty(); }, [](caf::error&) {});
+    return free;
+  }
   /// This engine's id in its plans: a worker's devices take turns between engines (device.cpp).
   const std::uint64_t id = [] {
     std::random_device rd;
@@ -282,9 +298,14 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
       auto waited = now - busy_since;
       if (waited < impl_->opt.busy_wait) {
         ++result.busy_tries;
-        auto nap = impl_->busy_backoff(++tries);
-        nap = std::min<std::chrono::steady_clock::duration>(nap, impl_->opt.busy_wait - waited);
-        std::this_thread::sleep_for(nap);
+        // Until every worker device would take it, ask them (a few bytes) rather than send the plan again.
+        for (;;) {
+          auto left = impl_->opt.busy_wait - (std::chrono::steady_clock::now() - busy_since);
+          if (left <= std::chrono::steady_clock::duration::zero()) break;  // the run's refusal ends it
+          std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(impl_->busy_backoff(++tries), left));
+          ++result.busy_probes;
+          if (impl_->workers_free()) break;
+        }
         --k;
         continue;
       }

@@ -96,6 +96,7 @@ device_actor::behavior_type fake_device(device_actor::pointer self, device_index
         log->push_back(name + "begin (text)");
         return caf::ok_atom::value;
       },
+      [=](probe_atom, std::uint64_t) { return std::string(); },
       [=](execute_atom, std::uint64_t run, std::vector<op_index>& ops) {
         std::vector<op_done_msg> done;
         for (op_index i : ops) {
@@ -163,6 +164,7 @@ device_actor::behavior_type releasing_device(device_actor::pointer self, device_
         return caf::ok_atom::value;
       },
       [=](begin_atom, const plan_text&) { return caf::ok_atom::value; },
+      [=](probe_atom, std::uint64_t) { return std::string(); },
       [=](execute_atom, std::uint64_t, std::vector<op_index>& ops) {
         for (op_index i : ops) {
           log->push_back(name + "execute " + (*r->plan->g)[i].id);
@@ -288,6 +290,7 @@ TEST_CASE("a device that never answers: the timeout ends the run naming the op")
     return {
         [](begin_atom, const plan_ref&) { return caf::ok_atom::value; },
         [](begin_atom, const plan_text&) { return caf::ok_atom::value; },
+        [](probe_atom, std::uint64_t) { return std::string(); },
         [](execute_atom, std::uint64_t, std::vector<op_index>&) {},
         [](send_atom, std::uint64_t, const std::vector<op_index>&, const std::vector<device_index>&) {},
         [](tensor_atom, std::uint64_t, device_index, std::vector<op_index>&, std::vector<tensor_ref>&) {},

@@ -303,6 +303,9 @@ TEST_CASE("a second engine waits its turn on a busy worker and runs when the fir
   CHECK(waited.runs.size() == 2);
   CHECK(waited.busy_tries >= 1);
   CHECK(waited.busy_waited > 0);
+  // while it waited it probed the worker (a few bytes) instead of sending its plan again and again
+  CHECK(waited.busy_probes >= 2);
+  CHECK(waited.busy_tries <= 3);
 }
 
 TEST_CASE("an engine with many runs to do yields a worker to an engine waiting its turn between two of them") {

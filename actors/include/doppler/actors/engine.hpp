@@ -116,10 +116,11 @@ struct run_result {
   std::size_t planned_tensors = 0;         ///< tensors moved by a transfer plan (per run)
   /// With `failover`: the failures survived by re-placing a lost worker's ops (empty: none).
   std::vector<std::string> failovers;
-  /// Seconds spent waiting for workers' devices that served another engine's run (busy_wait), and
-  /// the tries that found one busy.
+  /// Seconds spent waiting for workers' devices that served another engine's run (busy_wait), the
+  /// runs refused as busy (each sent its plan), and the probes in between (a few bytes each).
   double busy_waited = 0;
   std::size_t busy_tries = 0;
+  std::size_t busy_probes = 0;
 
   std::vector<double> makespans() const;
   double mean_makespan() const;

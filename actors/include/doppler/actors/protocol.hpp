@@ -38,7 +38,11 @@
 ///
 ///   engine ──hello(token)──▶ worker ──worker_info{devices}──▶ engine   (then devices as above)
 ///   engine ──peer(host, port)──▶ worker ──"" or why not──▶ engine         (once per other worker)
+///   engine ──probe(engine id)──▶ device ──"" or why not──▶ engine         (while it waits its turn)
 ///
+/// - A worker's device serves one run at a time; `begin` from another engine's dispatcher is refused
+///   (`device_busy_text`) while a run holds it, and after a 0.2 s turn of one engine while another
+///   waits. The refused engine backs off and probes until every device would take its run.
 /// - `peer`: the engine introduces each worker it attaches to every other worker it holds, and the
 ///   worker connects to that one itself. Devices of different workers then send tensors to each other
 ///   over their own connection; without it CAF routes their messages through the engine's process,
@@ -230,6 +234,7 @@ CAF_ADD_ATOM(doppler_actors, doppler::actors, plan_atom, "dp_plan")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, stats_atom, "dp_stats")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, hello_atom, "dp_hello")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, peer_atom, "dp_peer")
+CAF_ADD_ATOM(doppler_actors, doppler::actors, probe_atom, "dp_probe")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, place_atom, "dp_place")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, observe_atom, "dp_observe")
 CAF_ADD_ATOM(doppler_actors, doppler::actors, train_atom, "dp_train")
@@ -245,6 +250,10 @@ using device_actor = caf::typed_actor<
     caf::replies_to<begin_atom, plan_ref>::with<caf::ok_atom>,
     /// The same for a device in another process: it parses the graph and cluster and builds the plan.
     caf::replies_to<begin_atom, plan_text>::with<caf::ok_atom>,
+    /// Would a run of engine `engine` (run_plan::engine) be taken now? "" yes, else why not (the
+    /// `device_busy_text` refusal begin would give; engine then counts as waiting for its turn). An
+    /// engine that waits asks this instead of sending its plan again and again.
+    caf::replies_to<probe_atom, std::uint64_t>::with<std::string>,
     /// Every input of these ops is in this device's buffers: queue them by priority and run them.
     /// (The dispatcher batches the ops that became ready while its mailbox was busy.)
     caf::reacts_to<execute_atom, std::uint64_t, std::vector<op_index>>,
