@@ -19,22 +19,8 @@ ROUNDS="${ROUNDS:-3}"
 BACKEND="${BACKEND:-null}"
 [[ -x "$DOPPLER" ]] || { echo "share_workers.sh: no doppler binary $DOPPLER (cmake --build --preset release)" >&2; exit 2; }
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
 source scripts/lib/workers.sh
-workers=()
-for w in a b; do
-  start_worker "$tmp/worker-$w.log" --devices cpu:2 --backend "$BACKEND"
-  pids+=("$worker_pid")
-  workers+=("$worker_at")
-done
+scratch_and_worker_pair "$BACKEND"
 run=("$DOPPLER" run --workers "${workers[0]},${workers[1]}" --repeat "$REPEAT" --warmup 1 --json)
 [[ -z "${GRAPH:-}" ]] || run+=(--graph "$GRAPH")
 waited() {

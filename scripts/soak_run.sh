@@ -40,24 +40,9 @@ if [[ -z "${CASES:-}" ]]; then
 fi
 read -r -a cases <<<"$CASES"
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
 source scripts/lib/workers.sh
-
 # Two workers of two devices each, for the whole soak (as a user's cluster would be).
-workers=()
-for w in a b; do
-  start_worker "$tmp/worker-$w.log" --devices cpu:2 --backend "$BACKEND"
-  pids+=("$worker_pid")
-  workers+=("$worker_at")
-done
+scratch_and_worker_pair "$BACKEND"
 for ((b = 0; b < BUSY; ++b)); do
   (while :; do :; done) &
   pids+=($!)

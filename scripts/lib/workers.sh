@@ -21,3 +21,19 @@ start_worker() {
     exit 2
   fi
 }
+
+# scratch_and_worker_pair BACKEND: a scratch folder $tmp and two `doppler worker`s of two devices each
+# (kernels BACKEND), their addresses in ${workers[@]}; killed and removed on exit. Add other
+# background processes to ${pids[@]} to have them killed too.
+scratch_and_worker_pair() {
+  tmp=$(mktemp -d)
+  pids=()
+  trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
+  workers=()
+  local w
+  for w in a b; do
+    start_worker "$tmp/worker-$w.log" --devices cpu:2 --backend "$1"
+    pids+=("$worker_pid")
+    workers+=("$worker_at")
+  done
+}
