@@ -37,6 +37,7 @@ struct calibrate_flags {
   bool flops_only = false;  // the table of before the memory term (efficiencies only)
   std::vector<std::string> workers;  // HOST:PORT: measure the links between processes too
   std::string token;
+  double busy_wait = 60;  // --workers: seconds a run waits its turn (--busy-wait)
 };
 
 double median(std::vector<double> xs) {
@@ -226,7 +227,7 @@ std::pair<double, double> link_costs(engine& e, device_index a, device_index b, 
 /// processes at the bandwidth `link_costs` measures between the first devices of two processes and at
 /// `latency` plus what crossing processes adds to it.
 cluster deployment_cluster(const calibrate_flags& f, const cluster& c, double flops, double bandwidth, double latency) {
-  engine e(c, engine_options{}.with_network());
+  engine e(c, engine_options{}.with_network().with_busy_wait(busy_wait_flag(f.busy_wait)));
   attach_workers(e, c, f.workers, "--workers", f.token);
   std::vector<std::string> where(c.device_count());
   std::vector<device_index> first;  // the first device of each process, in device order
@@ -274,6 +275,7 @@ void calibrate_command(const calibrate_flags& f) {
     throw error(errc::bad_argument, "", "--workers",
                 "the deployment's links go into a cluster file: give --cluster-out FILE");
   for (const auto& w : f.workers) (void)host_port(w, "--workers", false);  // before minutes of measuring
+  (void)busy_wait_flag(f.busy_wait);
   cluster c = load_cluster_or_preset(f.cluster_spec);
   // Calibration measures this host's CPU cores: the cluster only says how many of them are devices.
   for (device_index d = 0; d < c.device_count(); ++d)
@@ -363,6 +365,7 @@ void add_calibrate_command(CLI::App& app) {
                   "devices with their process as host, links between processes as measured")
       ->delimiter(',');
   cmd->add_option("--token", f->token, "--workers: the token the workers require (default: $DOPPLER_TOKEN)");
+  cmd->add_option("--busy-wait", f->busy_wait, std::string("--workers: ") + busy_wait_help)->capture_default_str();
   cmd->callback([f] { calibrate_command(*f); });
 }
 

@@ -179,6 +179,10 @@ void add_train(CLI::App& app) {
                   "--workers`): the measured makespans are those of that deployment. One cluster only")
       ->delimiter(',');
   cmd->add_option("--token", o->token, "--real-workers: the token the workers require (default: $DOPPLER_TOKEN)");
+  cmd->add_option("--busy-wait", o->busy_wait,
+                  "--real-workers: seconds a phase-III run waits for worker devices that are serving another "
+                  "engine's run before it fails (they take turns); 0: fail at once")
+      ->capture_default_str();
   cmd->add_option("--batch", o->t.batch, "Episodes per update")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
   cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
@@ -398,6 +402,7 @@ void add_train(CLI::App& app) {
       throw error(errc::bad_argument, "", "--real-workers", "serves one cluster's devices: give one --cluster");
 #ifdef DOPPLER_HAVE_ACTORS
     for (const auto& w : o->real_workers) (void)host_port(w, "--real-workers", false);  // before phase I runs
+    (void)busy_wait_flag(o->busy_wait);
     if (const auto names = actors::backend_names();
         o->real_backend != "cuda" && std::find(names.begin(), names.end(), o->real_backend) == names.end())
       throw error(errc::bad_argument, "", "--real-backend",
@@ -446,6 +451,7 @@ void add_train(CLI::App& app) {
       ro.backend = o->real_backend;
       ro.workers = o->real_workers;
       ro.token = o->token;
+      ro.busy_wait = o->busy_wait;
       real_res = run_real_phase(std::move(pol), graphs, cluster_of, clusters.size(), cm, o->t, ro, o->out, r.curve);
       r.real_initial_greedy = real_res.graphs[0].initial_greedy;
       r.real_final_greedy = real_res.graphs[0].final_greedy;

@@ -55,7 +55,8 @@ real_phase_result run_real_phase(learner::policy pol, const std::vector<graph>& 
   for (std::size_t k = 0; k < n_clusters; ++k) {
     engine_options eo = with_named_backend(engine_options{}, o.backend, cluster_of(k).device_count(), "--real-backend");
     if (k < o.stragglers.size()) eo.stragglers = o.stragglers[k];
-    engines.push_back(std::make_unique<engine>(cluster_of(k), eo.with_network(!o.workers.empty())));
+    engines.push_back(
+        std::make_unique<engine>(cluster_of(k), eo.with_network(!o.workers.empty()).with_busy_wait(busy_wait_flag(o.busy_wait))));
   }
   // one cluster when there are workers (cmd_learn.cpp checks)
   attach_workers(*engines.front(), cluster_of(0), o.workers, "--real-workers", o.token, &std::cerr, "phase III: ");

@@ -118,6 +118,12 @@ std::string token_or_env(const std::string& flag_value) {
   return env ? env : "";
 }
 
+std::chrono::milliseconds busy_wait_flag(double seconds, const std::string& flag) {
+  if (!(seconds >= 0) || !std::isfinite(seconds) || seconds > 1e9)
+    throw error(errc::bad_argument, "", flag, "must be a number of seconds >= 0");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
 void attach_workers(engine& e, const cluster& c, const std::vector<std::string>& addresses, const std::string& flag,
                     const std::string& token_flag, std::ostream* report, const std::string& prefix) {
   const std::string token = token_or_env(token_flag);
@@ -188,8 +194,7 @@ void run_command(const run_flags& f) {
   if (f.warmup < 0) throw error(errc::bad_argument, "", "--warmup", "must be at least 0");
   check_streams_flag(f.streams);
   if (!(f.timeout > 0)) throw error(errc::bad_argument, "", "--timeout", "must be positive");
-  if (!(f.busy_wait >= 0) || !std::isfinite(f.busy_wait))
-    throw error(errc::bad_argument, "", "--busy-wait", "must be a number of seconds >= 0");
+  const auto busy_wait = busy_wait_flag(f.busy_wait);
   if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
     throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");
   if (!f.learner.empty() && !f.placement_file.empty())
@@ -241,7 +246,7 @@ void run_command(const run_flags& f) {
                   .with_streams(f.streams)
                   .with_costs(cm)
                   .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000)))
-                  .with_busy_wait(std::chrono::milliseconds(static_cast<std::int64_t>(f.busy_wait * 1000))));
+                  .with_busy_wait(busy_wait));
   attach_workers(e, c, f.workers, "--workers", f.token, f.json ? nullptr : &std::cout);
   std::optional<learner_client> lc_actor;
   if (learner) {
@@ -361,10 +366,7 @@ void add_run_commands(CLI::App& app) {
                                          "it; outputs stay in GPU memory, copied device to device)")->capture_default_str();
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
   cmd->add_option("--timeout", f->timeout, "Seconds before a run fails (the process then exits at once: a kernel still running is abandoned, not waited for)")->capture_default_str();
-  cmd->add_option("--busy-wait", f->busy_wait,
-                  "Seconds a run waits for --workers devices that are serving another `doppler run` (a worker "
-                  "serves one run at a time; the later run waits its turn) before it fails; 0: fail at once")
-      ->capture_default_str();
+  cmd->add_option("--busy-wait", f->busy_wait, busy_wait_help)->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
   cmd->add_option("--scheduler", f->scheduler, "CAF scheduler: stealing or sharing")->capture_default_str();
   cmd->add_option("--transfers", f->transfers,

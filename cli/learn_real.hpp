@@ -27,6 +27,7 @@ struct real_phase_options {
   /// One cluster only: `doppler worker`s serving its devices (as `run --workers`), and their token.
   std::vector<std::string> workers;  ///< HOST:PORT
   std::string token;
+  double busy_wait = 60;             ///< seconds a run waits its turn on workers another engine uses
 };
 
 /// What phase III did, per graph and in all.

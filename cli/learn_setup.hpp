@@ -34,6 +34,7 @@ struct train_flags {
   std::string real_backend = "cpu";       ///< phase III's kernels (as `run --backend`)
   std::vector<std::string> real_workers;  ///< phase III's devices served by `doppler worker`s (HOST:PORT)
   std::string token;                      ///< --real-workers: the workers' token (default $DOPPLER_TOKEN)
+  double busy_wait = 60;                  ///< --real-workers: seconds a run waits its turn (--busy-wait)
   std::string teacher = "auto", phases = "il,sim";
   int teacher_budget = 2000, episodes = 0;
   std::string algorithm = "reinforce", baseline = "mean";

@@ -208,6 +208,7 @@ TEST_CASE("doppler calibrate --workers writes the deployment's cluster with its 
   const std::string cal = cli + " calibrate --cluster cpu:4 --rounds 1 --graph " + (t / "g.json") + " -o " + (t / "cost.json");
   check_refused(cal + " --workers 127.0.0.1:1", "--cluster-out");
   check_refused(cal + " --workers nohost --cluster-out " + (t / "d.json"), "--workers");
+  check_refused(cal + " --workers 127.0.0.1:1 --busy-wait nan --cluster-out " + (t / "d.json"), "--busy-wait");
   const std::string at = start_worker(t);  // serves cpu0 cpu1; cpu2 cpu3 stay in calibrate's process
   auto r = sh(cal + " --workers " + at + " --cluster-out " + (t / "d.json"));
   CAPTURE(r.out);
@@ -396,6 +397,7 @@ TEST_CASE("doppler train --real-workers: phase III measures on a doppler worker 
   check_refused(train + " --real-backend null", "--real-episodes");
   check_refused(train + " --real-workers 127.0.0.1:1", "--real-episodes");
   check_refused(train + " --real-episodes 2 --real-workers nohost", "--real-workers");
+  check_refused(train + " --real-episodes 2 --real-workers 127.0.0.1:1 --busy-wait -1", "--busy-wait");
   const std::string at = start_worker(t);
   auto r = sh(train + " --real-episodes 4 --real-workers " + at);
   CAPTURE(r.out);
