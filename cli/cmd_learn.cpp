@@ -179,10 +179,7 @@ void add_train(CLI::App& app) {
                   "--workers`): the measured makespans are those of that deployment. One cluster only")
       ->delimiter(',');
   cmd->add_option("--token", o->token, "--real-workers: the token the workers require (default: $DOPPLER_TOKEN)");
-  cmd->add_option("--busy-wait", o->busy_wait,
-                  "--real-workers: seconds a phase-III run waits for worker devices that are serving another "
-                  "engine's run before it fails (they take turns); 0: fail at once")
-      ->capture_default_str();
+  cmd->add_option("--busy-wait", o->busy_wait, std::string("--real-workers: ") + busy_wait_help)->capture_default_str();
   cmd->add_option("--batch", o->t.batch, "Episodes per update")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
   cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();

@@ -70,6 +70,11 @@ std::string graph_label(const std::string& path);
 inline constexpr const char* default_graph_help = " (default: the generated Llama block, `doppler workload llama-block`)";
 /// The cluster without --cluster: `cpu:4`, 4 virtual CPU devices (of whatever cores the host has).
 inline constexpr const char* default_cluster = "cpu:4";
+
+/// The help text of `--busy-wait` (run; train and calibrate with their worker flag's name in front).
+inline constexpr const char* busy_wait_help =
+    "Seconds a run waits for worker devices that are serving another engine's run (a worker serves one run at "
+    "a time; the later run waits its turn) before it fails; 0: fail at once";
 /// Prints a note on stderr when `cluster` (a command's --cluster option) was not given, so a
 /// forgotten --cluster is seen.
 void note_default_cluster(const CLI::Option* cluster);

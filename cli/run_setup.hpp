@@ -1,5 +1,6 @@
-// What `doppler run` and phase III of `doppler train` share when they set up an engine: worker
-// addresses, the token, a backend by name (cmd_run.cpp). Only with the actor layer.
+// What `doppler run`, phase III of `doppler train` and `doppler calibrate --workers` share when they set
+// up an engine: worker addresses, the token, the busy wait, a backend by name (cmd_run.cpp). Only with
+// the actor layer.
 #pragma once
 
 #include <doppler/actors/engine.hpp>
@@ -29,11 +30,6 @@ std::string token_or_env(const std::string& flag_value);
 /// `--busy-wait SECONDS` (engine_options::busy_wait: how long a run waits its turn on workers another
 /// engine's run is using); errc::bad_argument naming `flag` unless finite and >= 0.
 std::chrono::milliseconds busy_wait_flag(double seconds, const std::string& flag = "--busy-wait");
-
-/// The help text of `--busy-wait` (run, train, calibrate).
-inline constexpr const char* busy_wait_help =
-    "Seconds a run waits for worker devices that are serving another engine's run (a worker serves one run at "
-    "a time; the later run waits its turn) before it fails; 0: fail at once";
 
 /// Attaches the `doppler worker`s at `addresses` (HOST:PORT, the value of `flag`) to `e` with the token
 /// `token_flag` or $DOPPLER_TOKEN. When `report` is given, writes "PREFIXworker HOST:PORT serves cpu0

@@ -310,12 +310,12 @@ std::string turn_refusal(device_pointer self, std::uint64_t engine, bool own_run
   const auto now = now_ns();
   if (st.active && st.dispatcher && !own_run) {
     if (engine != st.last_engine) st.waiter_ns = now;
-    return std::string(device_busy_text) + " it is serving run " + std::to_string(st.run) +
+    return "device busy: it is serving run " + std::to_string(st.run) +
            " of another engine (a worker serves one run at a time)";
   }
   if (engine == st.last_engine && st.waiter_ns != 0 && now - st.waiter_ns < turn_window_ns &&
       now - st.turn_ns >= turn_quantum_ns)
-    return std::string(device_busy_text) + " another engine is waiting for it (engines take turns on a worker's devices)";
+    return "device busy: another engine is waiting for it (engines take turns on a worker's devices)";
   return {};
 }
 
@@ -341,7 +341,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         bool own = st.dispatcher && self->current_sender() == caf::actor_cast<caf::strong_actor_ptr>(st.dispatcher);
         if (auto why = turn_refusal(self, text.engine, own); !why.empty()) {
           settle(self);
-          return caf::make_error(caf::sec::invalid_argument, std::move(why));
+          return caf::make_error(device_busy, std::move(why));
         }
         if (text.engine != st.last_engine) st.waiter_ns = 0, st.turn_ns = now_ns();  // a new turn: nobody waits now
         st.last_engine = text.engine;

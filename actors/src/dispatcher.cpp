@@ -383,9 +383,9 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
                     auto& s = self->state;
                     if (s.finished) return;
                     s.report.failed_device = di;
-                    auto why = self->system().render(err);
-                    s.report.devices_busy = why.find(device_busy_text) != std::string::npos;
-                    fail_run(self, "device " + device_name(*s.plan, di) + " did not take the plan: " + why);
+                    s.report.devices_busy = err == device_busy;
+                    fail_run(self, "device " + device_name(*s.plan, di) + " did not take the plan: " +
+                                       self->system().render(err));
                   });
         }
         return st.promise;

@@ -89,6 +89,21 @@ struct engine::impl {
         std::chrono::duration<double>(std::min(base, 0.05) * factor));
   }
 
+  /// A run found a worker's device busy and the wait that began at `since` is not over: backs off and
+  /// probes until every worker device would take a run of this engine (rather than sending the plan
+  /// again) or opt.busy_wait has passed since `since` (the next try then fails and reports). `tries`
+  /// counts this wait's back-offs; `probes` the probes sent.
+  void wait_for_turn(std::chrono::steady_clock::time_point since, std::size_t& tries, std::size_t& probes) {
+    for (;;) {
+      ++tries;  // >= 1 from here: the caller is waiting
+      auto left = opt.busy_wait - (std::chrono::steady_clock::now() - since);
+      if (left <= std::chrono::steady_clock::duration::zero()) return;
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(busy_backoff(tries), left));
+      ++probes;
+      if (workers_free()) return;
+    }
+  }
+
   impl(cluster cl, engine_options o)
       : opt(std::move(o)),
         c(std::make_shared<const cluster>(std::move(cl))),
@@ -250,10 +265,10 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     cur = impl_->without_lost(cur, "devices lost before this run");
     result.failovers.push_back("devices of a lost worker were re-placed before the run");
   }
-  // when this repeat first found a worker's device busy (waiting: a device was busy at the last try)
+  // This repeat's wait for worker devices busy with another engine's run: since when, and its back-offs
+  // (tries = 0: not waiting).
   std::chrono::steady_clock::time_point busy_since{};
-  bool waiting = false;
-  std::size_t tries = 0;  // of this repeat, refused as busy
+  std::size_t tries = 0;
   for (int k = 0; k < opt.repeat; ++k) {
     auto plan = std::make_shared<actors::run_plan>();
     plan->engine = impl_->id;
@@ -294,28 +309,19 @@ run_result engine::run(std::shared_ptr<const graph> g, const placement& p, const
     auto rep = actors::execute_plan(impl_->sys, plan);
     if (!rep.ok && rep.devices_busy) {  // another engine's run holds a worker's device: wait, try again
       auto now = std::chrono::steady_clock::now();
-      if (!waiting) busy_since = now, waiting = true;
-      auto waited = now - busy_since;
-      if (waited < impl_->opt.busy_wait) {
+      if (tries == 0) busy_since = now;
+      if (now - busy_since < impl_->opt.busy_wait) {
         ++result.busy_tries;
-        // Until every worker device would take it, ask them (a few bytes) rather than send the plan again.
-        for (;;) {
-          auto left = impl_->opt.busy_wait - (std::chrono::steady_clock::now() - busy_since);
-          if (left <= std::chrono::steady_clock::duration::zero()) break;  // the run's refusal ends it
-          std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(impl_->busy_backoff(++tries), left));
-          ++result.busy_probes;
-          if (impl_->workers_free()) break;
-        }
+        impl_->wait_for_turn(busy_since, tries, result.busy_probes);
         --k;
         continue;
       }
       char secs[32];
-      std::snprintf(secs, sizeof secs, "%.1f", std::chrono::duration<double>(waited).count());
+      std::snprintf(secs, sizeof secs, "%.1f", std::chrono::duration<double>(now - busy_since).count());
       rep.failure += std::string(" (waited ") + secs + " s for it: engine_options::busy_wait, --busy-wait)";
     }
-    if (waiting) {
+    if (tries > 0) {
       result.busy_waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since).count();
-      waiting = false;
       tries = 0;
     }
     if (!rep.ok) {

@@ -41,7 +41,7 @@
 ///   engine ──probe(engine id)──▶ device ──"" or why not──▶ engine         (while it waits its turn)
 ///
 /// - A worker's device serves one run at a time; `begin` from another engine's dispatcher is refused
-///   (`device_busy_text`) while a run holds it, and after a 0.2 s turn of one engine while another
+///   (`device_busy`) while a run holds it, and after a 0.2 s turn of one engine while another
 ///   waits. The refused engine backs off and probes until every device would take its run.
 /// - `peer`: the engine introduces each worker it attaches to every other worker it holds, and the
 ///   worker connects to that one itself. Devices of different workers then send tensors to each other
@@ -73,7 +73,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -173,9 +172,10 @@ struct op_output {
   tensor_ref value;
 };
 
-/// How a worker's device refusing a plan because it serves another engine's run begins its error
-/// (the dispatcher marks such a run `devices_busy`; the engine then waits and tries again).
-inline constexpr std::string_view device_busy_text = "device busy:";
+/// The error code of a worker's device refusing a plan because it serves another engine's run (the
+/// message says why: "device busy: ..."). The dispatcher marks such a run `devices_busy`; the engine
+/// then waits and tries again.
+inline constexpr caf::sec device_busy = caf::sec::unavailable_or_would_block;
 
 /// What a run produced: the measured trace and its summary, the outputs, or why it failed.
 struct run_report {
@@ -185,7 +185,7 @@ struct run_report {
   std::uint32_t failed_device = 0;
   bool timed_out = false;         ///< the run failed because it passed its timeout
   /// The run failed before it began because a worker's device was serving another engine's run
-  /// (`device_busy_text`): the engine tries again (engine_options::busy_wait).
+  /// (`device_busy`): the engine tries again (engine_options::busy_wait).
   bool devices_busy = false;
   double makespan = 0;                  ///< seconds, first dispatch → last completion
   std::vector<double> busy;             ///< per device: seconds with ≥ 1 op running
@@ -251,7 +251,7 @@ using device_actor = caf::typed_actor<
     /// The same for a device in another process: it parses the graph and cluster and builds the plan.
     caf::replies_to<begin_atom, plan_text>::with<caf::ok_atom>,
     /// Would a run of engine `engine` (run_plan::engine) be taken now? "" yes, else why not (the
-    /// `device_busy_text` refusal begin would give; engine then counts as waiting for its turn). An
+    /// `device_busy` refusal begin would give; engine then counts as waiting for its turn). An
     /// engine that waits asks this instead of sending its plan again and again.
     caf::replies_to<probe_atom, std::uint64_t>::with<std::string>,
     /// Every input of these ops is in this device's buffers: queue them by priority and run them.
