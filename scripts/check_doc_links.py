@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks the links of doppler's markdown docs: every `[text](target)` (and `![alt](src)`, and
-`[ref]: target` definitions) in README.md and docs/*.md, or in the .md files given as arguments.
+`[ref]: target` definitions) in README.md, docs/*.md and examples/**/*.md, or in the .md files given as arguments.
 
 - A relative target (`docs/learner.md`, `../README.md`, `runtime/src/x.cpp`) must exist relative
   to the linking file's directory (a target starting with `/` is relative to the repository root).
@@ -13,10 +13,11 @@
 
 Prints `file:line: broken link TARGET (why)` per broken link and exits 1 if there is any; else
 prints a one-line summary and exits 0. Standard library only. Run from anywhere:
-    scripts/check_doc_links.py                    # README.md and docs/*.md
+    scripts/check_doc_links.py                    # README.md, docs/*.md, examples/**/*.md
     scripts/check_doc_links.py docs/learner.md    # given files (paths relative to the current directory)
 ctest runs it as the test `doc_links` (label `docs`).
 """
+import glob
 import os
 import re
 import sys
@@ -188,6 +189,7 @@ def main(argv):
         docs = os.path.join(ROOT, "docs")
         files = [os.path.join(ROOT, "README.md")] + sorted(
             os.path.join(docs, n) for n in os.listdir(docs) if n.endswith(".md"))
+        files += sorted(glob.glob(os.path.join(ROOT, "examples", "**", "*.md"), recursive=True))
     total, bad = 0, 0
     for path in files:
         if not os.path.isfile(path):

@@ -88,3 +88,33 @@ TEST_CASE("curriculum errors name the path") {
   CHECK_THROWS_WITH_AS(parse_curriculum(R"({"format": "doppler-curriculum/1", "reinforce": {"temprature": 2}})", "c.json"),
                        doctest::Contains("expected one of: lr, lr_final, temperature"), error);
 }
+
+// examples/curricula: the recipes docs/learner.md points users at. Each must load, and each must
+// set what its name promises (a renamed or mistyped key would otherwise fall back to a default).
+TEST_CASE("the example curricula load and set their recipes") {
+  const std::string dir = DOPPLER_CURRICULA_DIR;
+  const curriculum paper = load_curriculum(dir + "/paper.json");
+  CHECK(paper.train.il_episodes == 2000);
+  CHECK(paper.train.rl_episodes == 2000);
+  CHECK(paper.train.batch == 8);
+  CHECK(paper.teacher == "cp");
+  CHECK(paper.policy.hidden == 128);
+  CHECK(paper.policy.steps == 6);
+  CHECK(paper.train.sim.model == sim_model::simple);
+
+  const curriculum budget = load_curriculum(dir + "/search-budget.json");
+  CHECK(budget.train.il_episodes == 200);
+  CHECK(budget.train.rl_episodes == 20000);  // search's budget in the results tables
+  CHECK(budget.train.temperature == doctest::Approx(1.5));
+  CHECK(budget.train.self_imitation == 2);
+  CHECK(budget.train.self_imitation_gate);
+  CHECK(budget.policy.active_search == doctest::Approx(0.05));
+  CHECK(budget.policy.sibling);
+
+  const curriculum tune = load_curriculum(dir + "/fine-tune.json");
+  CHECK(tune.train.il_episodes == 0);  // the checkpoint given with --init is phase I's result
+  CHECK(tune.train.rl_episodes == 20000);
+  CHECK(tune.train.temperature == doctest::Approx(0.7));
+  CHECK(tune.policy.active_search == doctest::Approx(0.05));
+  CHECK_FALSE(tune.policy.sibling);  // a checkpoint brings its own features
+}
