@@ -333,4 +333,10 @@ TEST_CASE("NCCL send/recv between two GPUs") {
   r.join();
   done.wait();
   CHECK(bitwise_equal(b.download(dst), h));
+  // Each rank's communicator ends on its own thread too: recent NCCLs finalize inside
+  // ncclCommDestroy, which can wait for the other ranks of the node.
+  std::thread da([&] { ca.reset(); });
+  std::thread db([&] { cb.reset(); });
+  da.join();
+  db.join();
 }

@@ -102,7 +102,8 @@ int main(int argc, char** argv) try {
   if (cluster_name.empty()) cluster_name = "cpu:" + std::to_string(devices);
   const cluster c = make_preset(cluster_name);
   const cost_model cm;
-  std::printf("### llama-block on %s\n\n", dc::probe_gpus().names.front().c_str());
+  const auto gpus = dc::probe_gpus();
+  std::printf("### llama-block on %s\n\n", gpus.names.empty() ? "GPU 0" : gpus.names.front().c_str());
   std::printf("dim %lld, heads %lld, seq %lld, shards %lld: %zu ops, %.1f GFLOP; %d virtual devices on GPU 0, "
               "%d streams each; placements for cluster `%s`; %d timed runs after one warm-up.\n\n",
               static_cast<long long>(wp.dim), static_cast<long long>(wp.heads), static_cast<long long>(wp.seq),

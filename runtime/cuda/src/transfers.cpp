@@ -36,7 +36,9 @@ nccl_comm::nccl_comm(const unique_id& id, int ranks, int rank, cuda_device& dev)
 }
 
 nccl_comm::~nccl_comm() {
-  if (comm_) (void)ncclCommDestroy(static_cast<ncclComm_t>(comm_));
+  if (!comm_) return;
+  dev_->detail().use();  // the communicator's GPU current on this thread, as for send and recv
+  (void)ncclCommDestroy(static_cast<ncclComm_t>(comm_));
 }
 
 void nccl_comm::send(const device_tensor& t, int peer, int stream, completion_fn done) {

@@ -157,6 +157,8 @@ class nccl_comm {
   static unique_id new_unique_id();
   /// Joins the communicator as `rank` of `ranks` on `dev`'s GPU (collective: every rank must call).
   nccl_comm(const unique_id& id, int ranks, int rank, cuda_device& dev);
+  /// ncclCommDestroy: like the constructor, end every rank's communicator from that rank's own
+  /// thread (recent NCCLs finalize inside it and can wait for the node's other ranks).
   ~nccl_comm();
   nccl_comm(const nccl_comm&) = delete;
   nccl_comm& operator=(const nccl_comm&) = delete;

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Packs what `scripts/gpu-check.sh --bundle DIR` needs to run the GPU check without building, for a
+# GPU machine that has the CUDA toolkit, CMake and PyTorch but none of our Debian packages and no
+# network (the lent H100/H200 machines: /work/.library/device/KINDS.md): the CUDA test binaries and
+# the benchmark built here, every shared library they load except glibc's, libstdc++/libgcc_s and
+# CUDA's own (cudart, cuBLAS, cuBLASLt, NCCL: the GPU machine's are used), and a DOPPLER placement
+# of the Llama-7B block trained here (the GPU machine has no LibTorch of ours).
+#
+#   scripts/gpu-bundle.sh [DIR]      # default DIR: gpu-bundle (git-ignored); BUILD=build/release
+#
+# DIR/bundle.tar.gz is what travels (64 MiB limit for the tree and carried paths together):
+#   device run: command "scripts/gpu-check.sh --bundle gpu-bundle", carry ["gpu-bundle"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build/release}
+DIR=${1:-gpu-bundle}
+case "$DIR" in /*) ;; *) DIR="$PWD/$DIR" ;; esac
+
+grep -q '^DOPPLER_WITH_CUDA:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null ||
+  { echo "gpu-bundle: $BUILD is not configured with DOPPLER_WITH_CUDA=ON (cmake --preset release finds the CUDA toolkit)" >&2; exit 2; }
+tests=(test_cuda_backend test_cuda_runner test_cuda_gpu)
+grep -q '^DOPPLER_WITH_ACTORS:BOOL=ON' "$BUILD/CMakeCache.txt" && tests+=(test_cuda_actors)
+with_torch=0
+grep -q '^DOPPLER_WITH_TORCH:BOOL=ON' "$BUILD/CMakeCache.txt" && with_torch=1
+targets=("${tests[@]}" cuda_llama_block doppler)
+[ $with_torch = 1 ] && targets+=(doppler-learn)
+echo "gpu-bundle: building ${targets[*]} in $BUILD"
+cmake --build "$BUILD" -j "${JOBS:-2}" --target "${targets[@]}" >/dev/null
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib"
+bins=()
+for t in "${tests[@]}"; do bins+=("$BUILD/tests/$t"); done
+bins+=("$BUILD/runtime/cuda/cuda_llama_block")
+cp "${bins[@]}" "$stage/bin/"
+
+# Libraries: what ldd resolves, less the ones the GPU machine must supply itself (its C library and
+# C++ runtime, which the loader ties to the system, and CUDA's, which must match its driver).
+system_lib='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libcudart\.so|libcublas\.so|libcublasLt\.so|libnccl\.so)'
+for b in "${bins[@]}"; do
+  ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  [[ "$name" =~ $system_lib ]] && continue
+  cp -L "$path" "$stage/lib/$name"
+done
+{
+  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified tree)')"
+  echo "built $(date -u '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1)"
+  echo "needs from the GPU machine: glibc >= $(for b in "${bins[@]}" "$stage"/lib/*; do objdump -T "$b" 2>/dev/null; done |
+    grep -o 'GLIBC_2\.[0-9]*' | sort -V -u | tail -1 | sed 's/GLIBC_//'), libstdc++ with $(for b in "${bins[@]}" "$stage"/lib/*; do objdump -T "$b" 2>/dev/null; done |
+    grep -o 'GLIBCXX_3\.[0-9.]*' | sort -V -u | tail -1), and CUDA 13's libcudart.so.13, libcublas.so.13, libcublasLt.so.13, libnccl.so.2"
+} >"$stage/MANIFEST"
+
+# The DOPPLER placement the benchmark compares with cp and round-robin (as gpu-check.sh trained it
+# on the GPU machine when it could build the learner there).
+if [ $with_torch = 1 ]; then
+  "$BUILD/cli/doppler" workload llama-block --preset llama-7b --shards 4 -q -o "$stage/llama-block.json"
+  "$BUILD/cli/doppler" train --graph "$stage/llama-block.json" --cluster cpu:4 --model wc \
+    --il-episodes 200 --rl-episodes 2000 --batch 8 --seed 0 -o "$stage/policy.pt" \
+    --best "$stage/doppler.json" >"$stage/train.log" 2>&1
+  rm -f "$stage/policy.pt" "$stage/llama-block.json"
+  echo "placement doppler.json: doppler train --cluster cpu:4 --model wc, 200 imitation + 2000 simulator-RL episodes, seed 0, best placement" >>"$stage/MANIFEST"
+fi
+
+mkdir -p "$DIR"
+tmp="$DIR/bundle.tar.gz.tmp$$"
+tar -C "$stage" -czf "$tmp" .
+mv "$tmp" "$DIR/bundle.tar.gz"
+cat "$stage/MANIFEST"
+echo "gpu-bundle: wrote $DIR/bundle.tar.gz ($(du -m "$DIR/bundle.tar.gz" | cut -f1) MiB; $(ls "$stage/lib" | wc -l) libraries)"
