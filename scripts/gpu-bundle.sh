@@ -7,6 +7,8 @@
 # of the Llama-7B block trained here (the GPU machine has no LibTorch of ours).
 #
 #   scripts/gpu-bundle.sh [DIR]      # default DIR: gpu-bundle (git-ignored); BUILD=build/release
+#   REHEARSE=1 scripts/gpu-bundle.sh # then run every binary of the bundle in a chroot holding only the
+#                                    # loader, glibc, libstdc++, libgcc_s and /usr/local/cuda (root)
 #
 # DIR/bundle.tar.gz is what travels (64 MiB limit for the tree and carried paths together):
 #   device run: command "scripts/gpu-check.sh --bundle gpu-bundle", carry ["gpu-bundle"]
@@ -69,3 +71,28 @@ tar -C "$stage" -czf "$tmp" .
 mv "$tmp" "$DIR/bundle.tar.gz"
 cat "$stage/MANIFEST"
 echo "gpu-bundle: wrote $DIR/bundle.tar.gz ($(du -m "$DIR/bundle.tar.gz" | cut -f1) MiB; $(ls "$stage/lib" | wc -l) libraries)"
+
+# The rehearsal: a root with nothing of ours but the bundle, as on the GPU machine (no GPU here, so the
+# GPU cases skip; what it shows is that every library the binaries load is in the bundle or the system's).
+if [ -n "${REHEARSE:-}" ]; then
+  root=$(mktemp -d)
+  cleanup() { umount "$root/usr/local/cuda" 2>/dev/null; rm -rf "$root" "$stage"; }
+  trap cleanup EXIT
+  mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu" "$root/usr/local/cuda" "$root/run"
+  cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+  for l in libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libstdc++.so.6 libgcc_s.so.1; do
+    cp -L "/lib/x86_64-linux-gnu/$l" "$root/lib/x86_64-linux-gnu/"
+  done
+  mount --bind "$(readlink -f /usr/local/cuda)" "$root/usr/local/cuda"
+  tar -C "$root/run" -xzf "$DIR/bundle.tar.gz"
+  failed=0
+  for b in "$root"/run/bin/*; do
+    name=$(basename "$b")
+    if out=$(LD_LIBRARY_PATH=/run/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib chroot "$root" "/run/bin/$name" 2>&1); then
+      echo "rehearsal: $name ran: $(printf '%s\n' "$out" | grep -E '^\[doctest\] test cases|^skipped' | head -1)"
+    else
+      echo "rehearsal: $name FAILED: $(printf '%s\n' "$out" | tail -2)"; failed=1
+    fi
+  done
+  exit $failed
+fi

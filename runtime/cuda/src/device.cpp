@@ -111,6 +111,14 @@ cuda_device::cuda_device(int id, const device_options& options) : impl_(std::mak
     throw error(errc::bad_argument, "cuda device: GPU " + std::to_string(options.gpu) + " does not exist (" +
                                         std::to_string(probe_gpus().devices) + " found)");
   d.use();
+  // Tensors come from a stream-ordered pool; a GPU (or a virtualised driver) without pools would
+  // fail at cudaMemPoolCreate with a bare "not supported", so say what is missing.
+  int pools = 0;
+  DOPPLER_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, options.gpu));
+  if (!pools)
+    throw error(errc::infeasible, "cuda device: GPU " + std::to_string(options.gpu) +
+                                      " has no stream-ordered memory pools (cudaDevAttrMemoryPoolsSupported = 0), "
+                                      "which the cuda backend allocates from");
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
