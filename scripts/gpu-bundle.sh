@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Packs what `scripts/gpu-check.sh --bundle DIR` needs to run the GPU check without building, for a
 # GPU machine that has the CUDA toolkit, CMake and PyTorch but none of our Debian packages and no
-# network (the lent H100/H200 machines: /work/.library/device/KINDS.md): the CUDA test binaries and
-# the benchmark built here, every shared library they load except glibc's, libstdc++/libgcc_s and
+# network (the lent H100/H200 machines: /work/.library/device/KINDS.md): the CUDA test binaries,
+# the benchmark and the `doppler` CLI built here, every shared library they load except glibc's, libstdc++/libgcc_s and
 # CUDA's own (cudart, cuBLAS, cuBLASLt, NCCL: the GPU machine's are used), and a DOPPLER placement
 # of the Llama-7B block trained here (the GPU machine has no LibTorch of ours).
 #
-#   scripts/gpu-bundle.sh [DIR]      # default DIR: gpu-bundle (git-ignored); BUILD=build/release
+#   scripts/gpu-bundle.sh [DIR]      # default DIR: gpu-bundle (git-ignored); builds in build/gpu-bundle
 #   REHEARSE=1 scripts/gpu-bundle.sh # then run every binary of the bundle in a chroot holding only the
 #                                    # loader, glibc, libstdc++, libgcc_s and /usr/local/cuda (root)
 #
@@ -14,27 +14,39 @@
 #   device run: command "scripts/gpu-check.sh --bundle gpu-bundle", carry ["gpu-bundle"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build/release}
+# Its own build, without LibTorch: `doppler` then links the CUDA backend itself (with LibTorch it
+# goes to the Torch twin doppler-learn, which is far too large to travel). LEARN_BUILD's doppler
+# (with the learner: build/release by default) trains the placement.
+BUILD=${BUILD:-build/gpu-bundle}
+LEARN_BUILD=${LEARN_BUILD:-build/release}
 DIR=${1:-gpu-bundle}
 case "$DIR" in /*) ;; *) DIR="$PWD/$DIR" ;; esac
 
-grep -q '^DOPPLER_WITH_CUDA:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null ||
-  { echo "gpu-bundle: $BUILD is not configured with DOPPLER_WITH_CUDA=ON (cmake --preset release finds the CUDA toolkit)" >&2; exit 2; }
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  echo "gpu-bundle: configuring $BUILD (CUDA on, LibTorch off)"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDOPPLER_WITH_CUDA=ON -DDOPPLER_WITH_TORCH=OFF \
+    -DDOPPLER_BUILD_BENCHMARKS=OFF >/dev/null
+fi
+grep -q '^DOPPLER_WITH_CUDA:BOOL=ON' "$BUILD/CMakeCache.txt" ||
+  { echo "gpu-bundle: $BUILD is not configured with DOPPLER_WITH_CUDA=ON (is the CUDA toolkit in /usr/local/cuda?)" >&2; exit 2; }
+grep -q '^DOPPLER_WITH_TORCH:BOOL=OFF' "$BUILD/CMakeCache.txt" ||
+  { echo "gpu-bundle: $BUILD is configured with LibTorch; use a folder of its own (BUILD=...)" >&2; exit 2; }
 tests=(test_cuda_backend test_cuda_runner test_cuda_gpu)
 grep -q '^DOPPLER_WITH_ACTORS:BOOL=ON' "$BUILD/CMakeCache.txt" && tests+=(test_cuda_actors)
-with_torch=0
-grep -q '^DOPPLER_WITH_TORCH:BOOL=ON' "$BUILD/CMakeCache.txt" && with_torch=1
 targets=("${tests[@]}" cuda_llama_block doppler)
-[ $with_torch = 1 ] && targets+=(doppler-learn)
 echo "gpu-bundle: building ${targets[*]} in $BUILD"
 cmake --build "$BUILD" -j "${JOBS:-2}" --target "${targets[@]}" >/dev/null
+with_learner=0
+if [ -x "$LEARN_BUILD/cli/doppler-learn" ]; then
+  cmake --build "$LEARN_BUILD" -j "${JOBS:-2}" --target doppler doppler-learn >/dev/null && with_learner=1
+fi
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 bins=()
 for t in "${tests[@]}"; do bins+=("$BUILD/tests/$t"); done
-bins+=("$BUILD/runtime/cuda/cuda_llama_block")
+bins+=("$BUILD/runtime/cuda/cuda_llama_block" "$BUILD/cli/doppler")
 cp "${bins[@]}" "$stage/bin/"
 
 # Libraries: what ldd resolves, less the ones the GPU machine must supply itself (its C library and
@@ -56,9 +68,9 @@ done
 
 # The DOPPLER placement the benchmark compares with cp and round-robin (as gpu-check.sh trained it
 # on the GPU machine when it could build the learner there).
-if [ $with_torch = 1 ]; then
-  "$BUILD/cli/doppler" workload llama-block --preset llama-7b --shards 4 -q -o "$stage/llama-block.json"
-  "$BUILD/cli/doppler" train --graph "$stage/llama-block.json" --cluster cpu:4 --model wc \
+if [ $with_learner = 1 ]; then
+  "$LEARN_BUILD/cli/doppler" workload llama-block --preset llama-7b --shards 4 -q -o "$stage/llama-block.json"
+  "$LEARN_BUILD/cli/doppler" train --graph "$stage/llama-block.json" --cluster cpu:4 --model wc \
     --il-episodes 200 --rl-episodes 2000 --batch 8 --seed 0 -o "$stage/policy.pt" \
     --best "$stage/doppler.json" >"$stage/train.log" 2>&1
   rm -f "$stage/policy.pt" "$stage/llama-block.json"
@@ -88,8 +100,10 @@ if [ -n "${REHEARSE:-}" ]; then
   failed=0
   for b in "$root"/run/bin/*; do
     name=$(basename "$b")
-    if out=$(LD_LIBRARY_PATH=/run/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib chroot "$root" "/run/bin/$name" 2>&1); then
-      echo "rehearsal: $name ran: $(printf '%s\n' "$out" | grep -E '^\[doctest\] test cases|^skipped' | head -1)"
+    args=()
+    [ "$name" = doppler ] && args=(run --backend cpu --repeat 1)  # the CLI end to end on the CPU kernels
+    if out=$(LD_LIBRARY_PATH=/run/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib chroot "$root" "/run/bin/$name" "${args[@]}" 2>&1); then
+      echo "rehearsal: $name ran: $(printf '%s\n' "$out" | grep -E '^\[doctest\] test cases|^skipped|^measured' | head -1)"
     else
       echo "rehearsal: $name FAILED: $(printf '%s\n' "$out" | tail -2)"; failed=1
     fi

@@ -39,7 +39,9 @@ finish() {
 
 say "## doppler GPU check — $(date -u '+%Y-%m-%d %H:%M UTC')"
 say ""
+gpu=0
 if command -v nvidia-smi >/dev/null 2>&1; then
+  gpu=1
   say "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)" \
       "($(nvidia-smi -L | wc -l) visible); $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"), $(ldd --version 2>/dev/null | head -1)"
 else
@@ -76,7 +78,7 @@ if [ -n "$BUNDLE" ]; then
     missing=$(ldd "$b" 2>&1 | grep -E 'not found|version .* not found' | sort -u | tr -s ' \t' ' ' | paste -sd';' -)
     [ -n "$missing" ] && say "$(basename "$b"): cannot load: $missing"
   done
-  bin_of() { [ "$1" = cuda_llama_block ] && echo "$run/bin/cuda_llama_block" || echo "$run/bin/$1"; }
+  bin_of() { echo "$run/bin/$1"; }
   [ -x "$run/bin/test_cuda_actors" ] && cuda_tests+=(test_cuda_actors) && actors=1 || actors=0
   if [ -f "$run/doppler.json" ]; then
     placement="$run/doppler.json"
@@ -101,9 +103,15 @@ else
       say '```'; tail -15 "$LOGS/configure.log" | tee -a "$REPORT"; say '```'; finish 1; }
   actors=0
   grep -q 'actors=ON' "$LOGS/configure.log" && cuda_tests+=(test_cuda_actors) && actors=1
-  cmake --build "$BUILD" -j "$JOBS" --target doppler_cuda "${cuda_tests[@]}" cuda_llama_block \
+  cmake --build "$BUILD" -j "$JOBS" --target doppler_cuda "${cuda_tests[@]}" cuda_llama_block doppler \
     >"$LOGS/build.log" 2>&1 || { say "build FAILED (build.log in logs.tar.gz)"; tail -30 "$LOGS/build.log"; finish 1; }
-  bin_of() { [ "$1" = cuda_llama_block ] && echo "$BUILD/runtime/cuda/cuda_llama_block" || echo "$BUILD/tests/$1"; }
+  bin_of() {
+    case "$1" in
+      cuda_llama_block) echo "$BUILD/runtime/cuda/cuda_llama_block" ;;
+      doppler) echo "$BUILD/cli/doppler" ;;
+      *) echo "$BUILD/tests/$1" ;;
+    esac
+  }
   say "Build of the CUDA targets: $((SECONDS - t0)) s with $JOBS jobs."
   say ""
   # A trained DOPPLER placement, if the learner builds here and time allows.
@@ -147,6 +155,32 @@ say '```'
 cat "$LOGS"/test_cuda_*.log 2>/dev/null | grep -E 'MESSAGE: ' | sed 's/.*MESSAGE: //' | awk '!seen[$0]++' | tee -a "$REPORT"
 say '```'
 say ""
+
+# ---- the CLI on the GPU: doppler run --backend cuda against the cpu backend -----------------------------
+if [ "$gpu" = 0 ]; then
+  say "\`doppler run --backend cuda\`: skipped (no GPU)."
+  say ""
+elif [ -x "$(bin_of doppler)" ] && [ "$(left)" -gt 260 ]; then
+  say "### \`doppler run\` on the GPU"
+  say ""
+  say "The generated Llama block (default dimensions), cluster cpu:4, cp placement, 5 runs after a warm-up;"
+  say "\`--backend cuda\`: the 4 devices are virtual devices of GPU 0. Traces in logs.tar.gz."
+  say ""
+  say "| backend | mode | mean ms | min ms | simulated ms | transfers |"
+  say "|---|---|---|---|---|---|"
+  for backend in cuda cpu; do
+    for mode in wc bsp; do
+      j="$LOGS/run-$backend-$mode.json"
+      if timeout 60 "$(bin_of doppler)" run --backend "$backend" --mode "$mode" --repeat 5 --json \
+           --trace "$LOGS/trace-$backend-$mode.json" >"$j" 2>"$LOGS/run-$backend-$mode.err"; then
+        say "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("| %s | %s | %.3f | %.3f | %.3f | %d |" % (sys.argv[2], sys.argv[3], d["makespan_s"]*1e3, d["makespan_min_s"]*1e3, d["simulated_s"]*1e3, d["transfers"]))' "$j" "$backend" "$mode")"
+      else
+        say "| $backend | $mode | FAILED: $(tail -1 "$LOGS/run-$backend-$mode.err") | | | |"; status=1
+      fi
+    done
+  done
+  say ""
+fi
 
 # ---- the Llama block benchmark ------------------------------------------------------------------------------
 bench_args=(--devices 4 --streams 4 --repeat 3 --placers cp,round-robin)
