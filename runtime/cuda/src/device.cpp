@@ -40,20 +40,24 @@ cudaEvent_t cuda_device::impl::begin(stream_state& st, const completion_fn& done
   if (!done) return nullptr;
   cudaEvent_t start = nullptr;
   DOPPLER_CUDA_CHECK(cudaEventCreate(&start));
+  pending_start guard(start);
   DOPPLER_CUDA_CHECK(cudaEventRecord(start, st.stream));
-  return start;
+  return guard.release();
 }
 
-void cuda_device::impl::finish(stream_state& st, cudaEvent_t start, completion info, completion_fn done) {
+void cuda_device::impl::finish(stream_state& st, pending_start& start, completion info, completion_fn done) {
   if (!done) return;
   cudaEvent_t stop = nullptr;
   // Blocking sync: the waiter thread sleeps instead of spinning on the CPU.
   DOPPLER_CUDA_CHECK(cudaEventCreateWithFlags(&stop, cudaEventBlockingSync));
+  pending_start stop_guard(stop);
   DOPPLER_CUDA_CHECK(cudaEventRecord(stop, st.stream));
   {
     std::lock_guard lock(st.q_mu);
-    st.queue.push_back({start, stop, std::move(info), std::move(done)});
+    st.queue.push_back({start.ev, stop, std::move(info), std::move(done)});
   }
+  start.release();
+  stop_guard.release();
   st.q_cv.notify_one();
 }
 
@@ -224,11 +228,10 @@ device_tensor cuda_device::launch(const graph& g, op_index i, std::span<const de
   device_tensor out = allocate(output_shape(g, i), stream);
   stream_state& st = impl_->at(stream);
   std::lock_guard lock(st.launch_mu);
-  cudaEvent_t start = impl_->begin(st, done);
+  pending_start start(impl_->begin(st, done));
   try {
     enqueue_op(*impl_, st, g, i, inputs, out, seed, stream);
   } catch (const error& e) {
-    if (start) (void)cudaEventDestroy(start);
     throw error(e.code(), "op `" + o.id + "`: " + e.reason());
   }
   impl_->finish(st, start, completion{i, stream, 0.0, {}}, std::move(done));
@@ -240,7 +243,7 @@ device_tensor cuda_device::copy_from(const device_tensor& src, int stream, compl
   device_tensor dst = allocate(src.shape(), stream);
   stream_state& st = impl_->at(stream);
   std::lock_guard lock(st.launch_mu);
-  cudaEvent_t start = impl_->begin(st, done);
+  pending_start start(impl_->begin(st, done));
   const int src_gpu = src.owner_->gpu();
   if (src_gpu != impl_->options.gpu) src.owner_->impl_->grant_peer(impl_->options.gpu);
   if (src.numel() > 0) {
@@ -272,7 +275,7 @@ void cuda_device::copy_range_from(const device_tensor& src, const device_tensor&
   stream_state& st = impl_->at(stream);
   impl_->use();
   std::lock_guard lock(st.launch_mu);
-  cudaEvent_t start = impl_->begin(st, done);
+  pending_start start(impl_->begin(st, done));
   const int src_gpu = src.owner_->gpu();
   if (src_gpu != impl_->options.gpu) src.owner_->impl_->grant_peer(impl_->options.gpu);
   const std::size_t offset = first * sizeof(float), bytes = (last - first) * sizeof(float);

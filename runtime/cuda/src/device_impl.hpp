@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace doppler::cuda {
@@ -30,6 +31,8 @@ struct stream_state {
   std::thread waiter;
 };
 
+struct pending_start;
+
 struct cuda_device::impl {
   int id = 0;
   device_options options;
@@ -45,13 +48,27 @@ struct cuda_device::impl {
   std::shared_ptr<void> alloc(std::size_t bytes, int s);
   /// Records a start event on stream s if `done` is set (returns null otherwise).
   cudaEvent_t begin(stream_state& st, const completion_fn& done);
-  /// Records the stop event and queues the completion for the stream's waiter.
-  void finish(stream_state& st, cudaEvent_t start, completion info, completion_fn done);
+  /// Records the stop event and queues the completion for the stream's waiter, which then owns
+  /// both events (start's too; if recording the stop fails, both are destroyed here).
+  void finish(stream_state& st, pending_start& start, completion info, completion_fn done);
   /// Lets GPU `gpu` read this pool's memory (peer copies), once.
   void grant_peer(int gpu);
   void waiter_loop(stream_state& st);
   /// Stops the waiters (running every queued callback), destroys streams, handles and the pool.
   void shutdown();
+};
+
+/// begin()'s start event until finish() takes it (release()): destroyed if the launch between the
+/// two throws, so a failed launch leaks no event.
+struct pending_start {
+  cudaEvent_t ev = nullptr;
+  explicit pending_start(cudaEvent_t e) : ev(e) {}
+  pending_start(const pending_start&) = delete;
+  pending_start& operator=(const pending_start&) = delete;
+  ~pending_start() {
+    if (ev) (void)cudaEventDestroy(ev);
+  }
+  cudaEvent_t release() noexcept { return std::exchange(ev, nullptr); }
 };
 
 /// Enqueues the kernels of op i (ops.cpp) into `out` on `st`.

@@ -46,7 +46,7 @@ void nccl_comm::send(const device_tensor& t, int peer, int stream, completion_fn
   stream_state& st = d.at(stream);
   d.use();
   std::lock_guard lock(st.launch_mu);
-  cudaEvent_t start = d.begin(st, done);
+  pending_start start(d.begin(st, done));
   DOPPLER_NCCL_CHECK(ncclSend(t.data(), t.numel(), ncclFloat, peer, static_cast<ncclComm_t>(comm_), st.stream));
   d.finish(st, start, completion{0, stream, 0.0, {}}, std::move(done));
 }
@@ -56,7 +56,7 @@ void nccl_comm::recv(device_tensor& t, int peer, int stream, completion_fn done)
   stream_state& st = d.at(stream);
   d.use();
   std::lock_guard lock(st.launch_mu);
-  cudaEvent_t start = d.begin(st, done);
+  pending_start start(d.begin(st, done));
   DOPPLER_NCCL_CHECK(ncclRecv(t.data(), t.numel(), ncclFloat, peer, static_cast<ncclComm_t>(comm_), st.stream));
   d.finish(st, start, completion{0, stream, 0.0, {}}, std::move(done));
 }
