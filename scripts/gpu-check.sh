@@ -63,7 +63,7 @@ if [ -n "$BUNDLE" ]; then
   for lib in libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
     found=
     # On the loader's own path (ldconfig's cache) nothing needs adding.
-    ldconfig -p 2>/dev/null | grep -q " $lib " && continue
+    ldconfig -p 2>/dev/null | grep -qF "	$lib (" && continue
     for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/lib \
              /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64; do
       [ -e "$d/$lib" ] && { found=$d; break; }
