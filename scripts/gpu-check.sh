@@ -210,6 +210,26 @@ else
   say "Benchmark: skipped (budget spent)."; status=1
 fi
 say ""
+
+# ---- memcheck of the kernels on odd shapes, with what budget is left -----------------------------------------
+# compute-sanitizer finds out-of-bounds and misaligned accesses the tolerance checks cannot (it works
+# on Firecracker machines, not under gVisor: /work/.library/device/KINDS.md); a few kernels on odd
+# shapes are enough for the index arithmetic.
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+if [ "$gpu" = 1 ] && [ -n "$sanitizer" ] && [ "$(left)" -gt 60 ]; then
+  timeout $(( $(left) - 10 )) "$sanitizer" --tool memcheck --error-exitcode 3 "$(bin_of test_cuda_gpu)" \
+    -tc="every op kind on odd shapes*" >"$LOGS/memcheck.log" 2>&1
+  rc=$?
+  case $rc in
+    0) say "compute-sanitizer memcheck, every op kind on odd shapes: $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log" | tail -1)" ;;
+    124) say "compute-sanitizer memcheck: timed out (memcheck.log)" ;;
+    *) say "compute-sanitizer memcheck: rc $rc: $(grep -E 'ERROR SUMMARY|Invalid|not supported' "$LOGS/memcheck.log" | head -3 | paste -sd';' -)"
+       [ $rc -eq 3 ] && status=1 ;;
+  esac
+else
+  say "compute-sanitizer memcheck: skipped (no GPU, no compute-sanitizer, or under 60 s left)."
+fi
+say ""
 say "Total: $SECONDS s. Virtual devices share one GPU (its SMs, memory bandwidth and copy engines):"
 say "these are single-GPU numbers, not multi-GPU ones."
 finish $status
