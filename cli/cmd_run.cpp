@@ -120,7 +120,7 @@ std::string token_or_env(const std::string& flag_value) {
 
 std::chrono::milliseconds busy_wait_flag(double seconds, const std::string& flag) {
   if (!(seconds >= 0) || !std::isfinite(seconds) || seconds > 1e9)
-    throw error(errc::bad_argument, "", flag, "must be a number of seconds >= 0");
+    throw error(errc::bad_argument, "", flag, "must be a number of seconds in [0, 1e9]");
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
 }
 

@@ -28,7 +28,7 @@ engine_options with_named_backend(engine_options o, const std::string& name, std
 std::string token_or_env(const std::string& flag_value);
 
 /// `--busy-wait SECONDS` (engine_options::busy_wait: how long a run waits its turn on workers another
-/// engine's run is using); errc::bad_argument naming `flag` unless finite and >= 0.
+/// engine's run is using); errc::bad_argument naming `flag` unless in [0, 1e9].
 std::chrono::milliseconds busy_wait_flag(double seconds, const std::string& flag = "--busy-wait");
 
 /// Attaches the `doppler worker`s at `addresses` (HOST:PORT, the value of `flag`) to `e` with the token

@@ -49,21 +49,23 @@ for t in "${tests[@]}"; do bins+=("$BUILD/tests/$t"); done
 bins+=("$BUILD/runtime/cuda/cuda_llama_block" "$BUILD/cli/doppler")
 cp "${bins[@]}" "$stage/bin/"
 
-# Libraries: what ldd resolves, less the ones the GPU machine must supply itself (its C library and
-# C++ runtime, which the loader ties to the system, and CUDA's, which must match its driver).
-system_lib='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libcudart\.so|libcublas\.so|libcublasLt\.so|libnccl\.so)'
+# Libraries: what ldd resolves, less the ones the GPU machine must supply itself: its C library and
+# C++ runtime (the loader ties them to the system; the rehearsal's chroot holds exactly these) and
+# CUDA's (they must match its driver).
+system_libs=(libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libstdc++.so.6 libgcc_s.so.1)
+cuda_libs=(libcuda.so.1 libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2)
 for b in "${bins[@]}"; do
   ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
-  [[ "$name" =~ $system_lib ]] && continue
+  [[ " ${system_libs[*]} ${cuda_libs[*]} " == *" $name "* ]] && continue
   cp -L "$path" "$stage/lib/$name"
 done
+symbols=$(for b in "${bins[@]}" "$stage"/lib/*; do objdump -T "$b" 2>/dev/null; done)
 {
   echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (modified tree)')"
   echo "built $(date -u '+%Y-%m-%d %H:%M UTC') on $(. /etc/os-release && echo "$PRETTY_NAME"), $(ldd --version | head -1)"
-  echo "needs from the GPU machine: glibc >= $(for b in "${bins[@]}" "$stage"/lib/*; do objdump -T "$b" 2>/dev/null; done |
-    grep -o 'GLIBC_2\.[0-9]*' | sort -V -u | tail -1 | sed 's/GLIBC_//'), libstdc++ with $(for b in "${bins[@]}" "$stage"/lib/*; do objdump -T "$b" 2>/dev/null; done |
-    grep -o 'GLIBCXX_3\.[0-9.]*' | sort -V -u | tail -1), and CUDA 13's libcudart.so.13, libcublas.so.13, libcublasLt.so.13, libnccl.so.2"
+  echo "needs from the GPU machine: glibc >= $(grep -o 'GLIBC_2\.[0-9]*' <<<"$symbols" | sort -V -u | tail -1 | sed 's/GLIBC_//')," \
+    "libstdc++ with $(grep -o 'GLIBCXX_3\.[0-9.]*' <<<"$symbols" | sort -V -u | tail -1), and CUDA 13's ${cuda_libs[*]:1}"
 } >"$stage/MANIFEST"
 
 # The DOPPLER placement the benchmark compares with cp and round-robin (as gpu-check.sh trained it
@@ -92,7 +94,7 @@ if [ -n "${REHEARSE:-}" ]; then
   trap cleanup EXIT
   mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu" "$root/usr/local/cuda" "$root/run"
   cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
-  for l in libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libstdc++.so.6 libgcc_s.so.1; do
+  for l in "${system_libs[@]}"; do
     cp -L "/lib/x86_64-linux-gnu/$l" "$root/lib/x86_64-linux-gnu/"
   done
   mount --bind "$(readlink -f /usr/local/cuda)" "$root/usr/local/cuda"

@@ -343,7 +343,10 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
           settle(self);
           return caf::make_error(device_busy, std::move(why));
         }
-        if (text.engine != st.last_engine) st.waiter_ns = 0, st.turn_ns = now_ns();  // a new turn: nobody waits now
+        if (text.engine != st.last_engine) {  // a new engine's turn: nobody waits now
+          st.waiter_ns = 0;
+          st.turn_ns = now_ns();
+        }
         st.last_engine = text.engine;
         try {
           auto plan = from_text(text);

@@ -51,22 +51,6 @@ struct engine::impl {
   /// instead of checking and computing them again (declared after sys: released before it).
   std::shared_ptr<const actors::run_plan> last_plan;
   std::minstd_rand backoff_rng{std::random_device{}()};  // guarded by mutex
-  /// True when every live device of a worker would take a run of this engine now (probe; a device
-  /// that does not answer counts as free: the run itself then reports what is wrong with it).
-  bool workers_free() {
-    std::vector<actors::device_actor> remote;
-    {
-      std::lock_guard lock(mutex);
-      for (device_index d = 0; d < devices.size(); ++d)
-        if (!where[d].empty() && !lost[d]) remote.push_back(devices[d]);
-    }
-    caf::scoped_actor self{sys};
-    bool free = true;
-    for (auto& d : remote)
-      self->request(d, std::chrono::seconds(1), actors::probe_atom::value, id)
-          .receive([&](const std::string& why) { free = free && why.empty(); }, [](caf::error&) {});
-    return free;
-  }
   /// This engine's id in its plans: a worker's devices take turns between engines (device.cpp).
   const std::uint64_t id = [] {
     std::random_device rd;
@@ -87,6 +71,23 @@ struct engine::impl {
     }
     return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(std::min(base, 0.05) * factor));
+  }
+
+  /// True when every live device of a worker would take a run of this engine now (probe; a device
+  /// that does not answer counts as free: the run itself then reports what is wrong with it).
+  bool workers_free() {
+    std::vector<actors::device_actor> remote;
+    {
+      std::lock_guard lock(mutex);
+      for (device_index d = 0; d < devices.size(); ++d)
+        if (!where[d].empty() && !lost[d]) remote.push_back(devices[d]);
+    }
+    caf::scoped_actor self{sys};
+    bool all_free = true;
+    for (auto& d : remote)
+      self->request(d, std::chrono::seconds(1), actors::probe_atom::value, id)
+          .receive([&](const std::string& why) { all_free = all_free && why.empty(); }, [](caf::error&) {});
+    return all_free;
   }
 
   /// A run found a worker's device busy and the wait that began at `since` is not over: backs off and

@@ -37,7 +37,9 @@ nccl_comm::nccl_comm(const unique_id& id, int ranks, int rank, cuda_device& dev)
 
 nccl_comm::~nccl_comm() {
   if (!comm_) return;
-  dev_->detail().use();  // the communicator's GPU current on this thread, as for send and recv
+  // The communicator's GPU current on this thread, as for send and recv (not use(): it throws, and
+  // a destructor must not).
+  (void)cudaSetDevice(dev_->detail().options.gpu);
   (void)ncclCommDestroy(static_cast<ncclComm_t>(comm_));
 }
 
