@@ -33,7 +33,5 @@
     if (doppler_r_ != ncclSuccess)                                                            \
       throw ::doppler::cuda::nccl_error(static_cast<int>(doppler_r_), #expr, __FILE__, __LINE__); \
   } while (0)
-/// After a kernel launch: a bad configuration shows up in cudaGetLastError.
-#define DOPPLER_CUDA_CHECK_LAUNCH() DOPPLER_CUDA_CHECK(cudaGetLastError())
 
 #include "kernels.hpp"

@@ -230,7 +230,7 @@ device_tensor cuda_device::launch(const graph& g, op_index i, std::span<const de
   std::lock_guard lock(st.launch_mu);
   pending_start start(impl_->begin(st, done));
   try {
-    enqueue_op(*impl_, st, g, i, inputs, out, seed, stream);
+    enqueue_op(*impl_, st, g, i, inputs, out, seed);
   } catch (const error& e) {
     throw error(e.code(), "op `" + o.id + "`: " + e.reason());
   }

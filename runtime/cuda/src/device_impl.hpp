@@ -73,7 +73,6 @@ struct pending_start {
 
 /// Enqueues the kernels of op i (ops.cpp) into `out` on `st`.
 void enqueue_op(cuda_device::impl& dev, stream_state& st, const graph& g, op_index i,
-                std::span<const device_tensor* const> inputs, const device_tensor& out, std::uint64_t seed,
-                int stream);
+                std::span<const device_tensor* const> inputs, const device_tensor& out, std::uint64_t seed);
 
 }  // namespace doppler::cuda

@@ -21,7 +21,6 @@ __device__ __forceinline__ float apply(ew op, float x, float y, float factor) {
       const float k = 0.7978845608028654f;  // sqrt(2 / pi); 0.5 (1 + tanh z) = 1 / (1 + e^(−2z))
       return x / (1.0f + expf(-2.0f * k * (x + 0.044715f * x * x * x)));
     }
-    case ew::copy_scaled: return x * factor;
   }
   return x;
 }

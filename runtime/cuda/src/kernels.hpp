@@ -11,7 +11,7 @@
 namespace doppler::cuda::kernels {
 
 /// Elementwise operations of the fused elementwise kernel.
-enum class ew : int { add, mul, scale, exp, silu, gelu, copy_scaled };
+enum class ew : int { add, mul, scale, exp, silu, gelu };
 
 /// out[i] = f(x[i], y[broadcast_index(i, ny)]) for i < n (y may be null for unary ops).
 cudaError_t elementwise(ew op, const float* x, const float* y, float* out, std::uint64_t n, std::uint64_t ny,

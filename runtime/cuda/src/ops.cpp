@@ -75,8 +75,7 @@ void matmul(cuda_device::impl& dev, stream_state& st, const device_tensor& a, co
 }  // namespace
 
 void enqueue_op(cuda_device::impl& dev, stream_state& st, const graph& g, op_index i,
-                std::span<const device_tensor* const> in, const device_tensor& out, std::uint64_t seed, int stream) {
-  (void)stream;
+                std::span<const device_tensor* const> in, const device_tensor& out, std::uint64_t seed) {
   const op& o = g[i];
   const op_attrs& at = o.attrs;
   const cudaStream_t s = st.stream;
@@ -154,10 +153,10 @@ void enqueue_op(cuda_device::impl& dev, stream_state& st, const graph& g, op_ind
       const std::uint64_t outer = product(xs, 0, axis), inner = product(xs, axis + 1, xs.size());
       const std::uint64_t extent = static_cast<std::uint64_t>(xs[axis]);
       const std::uint64_t chunk = static_cast<std::uint64_t>(out.shape()[axis]) * inner;
-      const std::int64_t start = at.start < 0 ? at.start + static_cast<std::int64_t>(extent) : at.start;
+      const auto start = static_cast<std::uint64_t>(at.start);  // 0 <= start < end <= extent (infer_shape)
       if (chunk > 0 && outer > 0)
         DOPPLER_CUDA_CHECK(cudaMemcpy2DAsync(out.data(), chunk * sizeof(float),
-                                             in[0]->data() + static_cast<std::uint64_t>(start) * inner,
+                                             in[0]->data() + start * inner,
                                              extent * inner * sizeof(float), chunk * sizeof(float), outer,
                                              cudaMemcpyDeviceToDevice, s));
       return;
