@@ -18,8 +18,9 @@ void add_cluster_commands(CLI::App& app) {
     bool list = false;
   };
   auto o = std::make_shared<opts>();
-  cmd->add_option("preset", o->spec, "Preset name (p100x4, dgx1-v100, ndv2-2, dgx-h100, h100-2x8, cpu:N, "
-                                     "doppler-paper:N) or a doppler-cluster/1 file");
+  std::string names;  // from the catalog, so a new preset is listed here too
+  for (const auto& [name, what] : preset_catalog()) names += (names.empty() ? "" : ", ") + name;
+  cmd->add_option("preset", o->spec, "Preset name (" + names + ") or a doppler-cluster/1 file");
   cmd->add_option("-o,--output", o->out, "Output file (default: stdout)");
   cmd->add_flag("--list", o->list, "List the presets (the default without a preset)");
   cmd->callback([o] {

@@ -240,7 +240,11 @@ void add_check_schedule(CLI::App& app) {
     try {
       r = comm::validate_schedule(c, d, s, {.switch_copy = !o->no_switch_copy});
     } catch (const error& e) {
-      throw e.with_file(o->schedule);
+      if (s.demand_name.empty() || s.demand_name == d.name) throw e.with_file(o->schedule);
+      // Most likely the options describe another demand than the one the schedule was planned for.
+      throw error(e.code(), o->schedule, e.path(),
+                  e.reason() + " (the schedule was planned for demand '" + s.demand_name + "', the options give '" +
+                      d.name + "': check --collective, --chunks-per-gpu or --demand)");
     }
     std::cout << fmt::format("{}: valid; {} sends, {} epochs of {:.4g} s = {:.4g} s, algbw {}, α-β replay {:.4g} s, "
                              "{:.4g} MB over links\n",

@@ -94,7 +94,11 @@ void select_phases(const std::string& list, int episodes, learner::train_options
 
 void merge_curriculum(train_flags& o, const CLI::App& cmd) {
   if (o.config.empty()) return;
-  auto cur = learner::load_curriculum(o.config);
+  // A field the file leaves out keeps train's own default, as without --config: the library's
+  // default model is wc, train's is simple (the paper's); o.t.sim.model is --model or that default.
+  learner::curriculum base;
+  base.train.sim.model = o.t.sim.model;
+  auto cur = learner::load_curriculum(o.config, base);
   auto given = [&cmd](const char* flag) { return cmd.count(flag) > 0; };
   auto& t = cur.train;
   auto& p = cur.policy;

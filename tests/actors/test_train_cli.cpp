@@ -285,6 +285,30 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
   CHECK(pl.out.find("does not exist") != std::string::npos);
 }
 
+TEST_CASE("doppler train --config: a file without a model trains with train's default model and --model wins over the file") {
+  if (!shell::have_learner()) return;
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 3 --shards 2 -q -o " + (t / "g.json")).code == 0);
+  std::ofstream(t / "none.json") << R"({"format": "doppler-curriculum/1", "phases": {"il_episodes": 1, "rl_episodes": 1}})";
+  std::ofstream(t / "wc.json") << R"({"format": "doppler-curriculum/1", "model": "wc"})";
+  const std::string base = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --hidden 8 --steps 1 "
+                           "--il-episodes 1 --rl-episodes 1 ";
+  int run = 0;
+  auto model_of = [&](const std::string& flags) {
+    auto r = sh(base + flags + " -o " + (t / ("p" + std::to_string(++run) + ".pt")));
+    CAPTURE(r.out);
+    REQUIRE(r.code == 0);
+    const auto at = r.out.find(", model ");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at + 8, r.out.find('\n', at) - at - 8);
+  };
+  CHECK(model_of("") == "simple");  // train's default
+  CHECK(model_of("--config " + (t / "none.json")) == "simple");  // before: the library's wc
+  CHECK(model_of("--config " + (t / "wc.json")) == "wc");
+  CHECK(model_of("--config " + (t / "wc.json") + " --model simple") == "simple");
+  CHECK(model_of("--config " + (t / "none.json") + " --model wc") == "wc");
+}
+
 TEST_CASE("doppler train --active-search: the checkpoint places its graph as training left it, in another process") {
   if (!shell::have_learner()) return;
   temp_dir t;

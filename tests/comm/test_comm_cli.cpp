@@ -129,6 +129,12 @@ TEST_CASE("comm cli: check-schedule refuses schedules that do not fit the cluste
   variant("topo.json", "topology", "dgx1-v100");
   refused(d, "check-schedule topo.json --cluster p100x4", {"topo.json", "topology", "dgx1-v100"});
   refused(d, "check-schedule s.json --cluster p100x4 --chunk-bytes 2", {"s.json", "chunk_bytes"});
+  // Planned with 2 chunks per GPU, checked with the default 1: the error names both demands.
+  r = run(d, "plan-comm --cluster p100x4 --method greedy --chunks-per-gpu 2 -o s2.json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  refused(d, "check-schedule s2.json --cluster p100x4", {"s2.json", "allgather-4x2", "allgather-4x1", "--chunks-per-gpu"});
+  r = run(d, "check-schedule s2.json --cluster p100x4 --chunks-per-gpu 2");
+  CHECK_MESSAGE(r.rc == 0, r.err);
 }
 
 TEST_CASE("comm cli: plan-comm --trace and check-schedule --trace write the same Chrome trace") {
