@@ -1,4 +1,4 @@
-// Reading and writing `doppler-cluster/1` (shared/design/FORMATS.md).
+// Reading and writing `doppler-cluster/1` (docs/clusters.md).
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>

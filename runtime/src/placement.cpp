@@ -1,4 +1,4 @@
-// Placements: validation and the `doppler-placement/1` reader/writer (shared/design/FORMATS.md).
+// Placements: validation and the `doppler-placement/1` reader/writer (docs/formats.md).
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
 #include <doppler/runtime/placement.hpp>

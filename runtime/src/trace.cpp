@@ -1,4 +1,4 @@
-// Chrome trace event JSON of a run (shared/design/FORMATS.md, "Trace"): Perfetto and
+// Chrome trace event JSON of a run (docs/simulator.md, "Trace"): Perfetto and
 // chrome://tracing open it. One process per device and per link that carried a transfer; events
 // that overlap on one process (several streams, or the simple model's uncontended transfers) go to
 // separate threads ("lanes"), since a viewer nests events of one thread.

@@ -44,7 +44,7 @@ std::string doc(const std::string& ops) {
 
 }  // namespace
 
-TEST_CASE("the FORMATS.md example loads with the documented costs") {
+TEST_CASE("the docs/formats.md example loads with the documented costs") {
   graph g = parse_graph(tiny, "tiny.json");
   CHECK(g.name() == "tiny-mlp");
   REQUIRE(g.size() == 5);

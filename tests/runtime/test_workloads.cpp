@@ -1,6 +1,6 @@
 // Workload generators: structure, op counts, FLOPs, parameter checks (docs/workloads.md).
 //
-// FLOP formulas relied on (op.cpp's derived_flops, FORMATS.md): matmul 2·batch·m·n·k;
+// FLOP formulas relied on (op.cpp's derived_flops, docs/formats.md): matmul 2·batch·m·n·k;
 // add, mul, scale, exp: numel; silu 4·numel; gelu 8·numel; softmax 5·numel; rmsnorm 4·numel;
 // rope 3·numel; reduce_sum (inputs − 1)·numel; input, transpose, concat, slice: 0.
 #include <doppler/runtime/error.hpp>

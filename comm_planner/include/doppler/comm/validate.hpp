@@ -41,7 +41,7 @@ struct replay_report {
 replay_report validate_schedule(const network& net, const demand& d, const schedule& s,
                                 const validate_options& opt = {});
 
-/// Chrome trace event JSON (FORMATS.md, "Trace") of the α-β replay `rep` of `s` (validate_schedule's
+/// Chrome trace event JSON (docs/simulator.md, "Trace") of the α-β replay `rep` of `s` (validate_schedule's
 /// report of it): one process per link that carries sends, each send a complete event "chunk K"
 /// over its replayed interval (args: chunk, epoch, from, to, bytes); `otherData` has makespan_s (the
 /// replay's end), source "simulator", and the schedule's method, demand, epochs and epoch_seconds.

@@ -13,7 +13,7 @@ namespace doppler {
 /// (`ops[17].inputs[1]`) and the reason; malformed JSON reports line and column.
 graph parse_graph(std::string_view text, const std::string& file = "<graph>");
 
-/// Parses the DOPPLER paper's text format (shared/workloads/doppler-paper/README.md): every placed
+/// Parses the DOPPLER paper's text format (workloads/doppler-paper/README.md): every placed
 /// node becomes a `synthetic` op `n<i>` with flops = comp and bytes = comm; the tag word, if any,
 /// becomes its name. Errors name the file and the line.
 graph parse_paper_graph(std::string_view text, const std::string& file = "<paper graph>");

@@ -11,7 +11,7 @@
 
 namespace doppler {
 
-/// The op kinds of `doppler-graph/1` (FORMATS.md).
+/// The op kinds of `doppler-graph/1` (docs/formats.md).
 enum class op_kind : std::uint8_t {
   input, matmul, add, mul, silu, gelu, exp, scale, softmax, rmsnorm, rope, transpose, concat, slice,
   reduce_sum, synthetic,

@@ -100,7 +100,7 @@ double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& 
 double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& cm,
                             const sim_options& opt);
 
-/// Chrome trace event JSON (FORMATS.md) of a simulated or measured run: one process per device and per
+/// Chrome trace event JSON (docs/simulator.md, "Trace") of a simulated or measured run: one process per device and per
 /// link, op id and kind in `args`, `otherData.makespan_s` and `otherData.source`.
 std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, std::string_view source);
 

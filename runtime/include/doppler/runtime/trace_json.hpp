@@ -1,5 +1,5 @@
 #pragma once
-/// Pieces of Chrome trace event JSON (FORMATS.md, "Trace") shared by the writers of a run's trace
+/// Pieces of Chrome trace event JSON (docs/simulator.md, "Trace") shared by the writers of a run's trace
 /// (sim.hpp: chrome_trace) and of a comm schedule's replay (comm/validate.hpp: schedule_trace).
 
 #include <string>
