@@ -196,6 +196,10 @@ void add_plan_comm(CLI::App& app) {
     if (!o->warm.empty()) {
       old = comm::load_schedule(o->warm, c);
       o->p.warm_start = &old;
+      if (o->p.replan_epoch > old.epochs)
+        throw error(errc::bad_argument, "", "--replan-epoch",
+                    std::to_string(o->p.replan_epoch) + " is past the end of " + o->warm + " (" +
+                        std::to_string(old.epochs) + " epochs)");
     } else if (o->p.replan_epoch >= 0) {
       throw error(errc::bad_argument, "", "--replan-epoch", "needs --warm-start (the schedule to re-plan)");
     }

@@ -193,7 +193,8 @@ void run_command(const run_flags& f) {
   if (f.repeat < 1) throw error(errc::bad_argument, "", "--repeat", "must be at least 1");
   if (f.warmup < 0) throw error(errc::bad_argument, "", "--warmup", "must be at least 0");
   check_streams_flag(f.streams);
-  if (!(f.timeout > 0)) throw error(errc::bad_argument, "", "--timeout", "must be positive");
+  if (!(f.timeout > 0) || !(f.timeout <= 1e9))  // also NaN and inf: milliseconds(int64) would overflow
+    throw error(errc::bad_argument, "", "--timeout", "must be a number of seconds in (0, 1e9]");
   const auto busy_wait = busy_wait_flag(f.busy_wait);
   if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
     throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");

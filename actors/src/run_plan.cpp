@@ -316,11 +316,11 @@ class straggler_backend final : public backend {
       : inner_(std::move(inner)) {
     if (!inner_) throw error(errc::bad_argument, "straggler backend: no inner backend");
     for (auto [d, f] : slowdowns) {
-      if (!(f >= 1.0) || !std::isfinite(f))
-        throw error(errc::bad_argument, "straggler backend: device " + std::to_string(d) +
-                                            "'s slowdown must be a finite number >= 1 (got " + std::to_string(f) + ")");
       if (d >= factor_.size()) factor_.resize(d + 1, 1.0);
       factor_[d] *= f;
+      if (!(f >= 1.0) || !(factor_[d] <= 1e6))  // beyond, the slowed wait's nanoseconds overflow
+        throw error(errc::bad_argument, "straggler backend: device " + std::to_string(d) +
+                                            "'s slowdown must be a number in [1, 1e6] (got " + std::to_string(f) + ")");
     }
   }
   std::string_view name() const noexcept override { return inner_->name(); }

@@ -63,6 +63,11 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
 /// Re-planning at `opt.replan_epoch` from `opt.warm_start` (replan.cpp): the history before it
 /// kept, the rest planned again from the state there; validated.
 plan_result replan_at(const network& net, const demand& d, const plan_options& opt);
+
+/// The sends of `old` that stay valid for `d` when replayed in epoch order (the chunk is in the
+/// demand, the link exists, the sender holds the chunk: its source, an earlier kept arrival, or for
+/// a switch the same epoch's kept inflow), restricted to epochs < `until` (replan.cpp).
+std::vector<send> replay_valid(const network& net, const demand& d, const std::vector<send>& old, std::int32_t until);
 method_result plan_astar(const network& net, const demand& d, const plan_options& opt, const lower_bound& lb);
 
 }  // namespace doppler::comm::detail

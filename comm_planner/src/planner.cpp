@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -96,8 +97,12 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
   const schedule& old = *opt.warm_start;
   if (std::abs(old.epoch_seconds - net.tau()) > 1e-9 * net.tau() || old.chunk_bytes != d.chunk_bytes)
     throw error(errc::bad_argument, "warm start: the previous schedule has another epoch length or chunk size");
+  // Only sends that are valid for the new demand count: a schedule of another demand whose chunk
+  // ids overlap (an allgather's for an alltoall) carries nothing it cannot deliver.
+  const std::vector<send> valid =
+      detail::replay_valid(net, d, old.sends, std::numeric_limits<std::int32_t>::max());
   std::map<std::uint32_t, std::set<node_index>> reached;
-  for (const send& x : old.sends) reached[x.chunk].insert(x.dst);
+  for (const send& x : valid) reached[x.chunk].insert(x.dst);
   std::unordered_set<std::uint32_t> carried;
   for (const chunk& ch : d.chunks) {
     auto it = reached.find(ch.id);
@@ -107,7 +112,7 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
     if (all) carried.insert(ch.id);
   }
   std::vector<send> kept;
-  for (const send& x : old.sends)
+  for (const send& x : valid)
     if (carried.count(x.chunk)) kept.push_back(x);
   demand rest = d;
   rest.chunks.clear();

@@ -20,11 +20,6 @@
 
 namespace doppler::comm::detail {
 
-namespace {
-
-/// The sends of `old` that stay valid for `d` when replayed in epoch order (the chunk is in the
-/// demand, the link exists, the sender holds the chunk: its source, an earlier kept arrival, or for
-/// a switch the same epoch's kept inflow), restricted to epochs < `until`.
 std::vector<send> replay_valid(const network& net, const demand& d, const std::vector<send>& old, std::int32_t until) {
   const std::size_t D = net.device_count();
   std::unordered_map<std::uint32_t, std::size_t> index;
@@ -70,6 +65,8 @@ std::vector<send> replay_valid(const network& net, const demand& d, const std::v
   return out;
 }
 
+namespace {
+
 struct candidate {
   std::string name;
   schedule sched;  // the whole schedule (history included), canonical
@@ -89,6 +86,10 @@ plan_result replan_at(const network& net, const demand& d, const plan_options& o
   if (opt.method != "greedy" && opt.method != "auto" && opt.method != "milp")
     throw error(errc::bad_argument, "re-planning at an epoch supports the greedy, auto and milp methods, not " + opt.method);
   const std::int32_t t0 = opt.replan_epoch;
+  if (t0 > old.epochs)  // the old plan was over by then: nothing of it to re-plan from
+    throw error(errc::bad_argument, "", "replan_epoch",
+                std::to_string(t0) + " is past the end of the previous schedule (" + std::to_string(old.epochs) +
+                    " epochs)");
   // The history (sends before t0 that stay valid for the new demand) and the old plan's rest.
   // One replay of the whole old plan: its valid sends before t0 are the history, the rest the old
   // plan's remaining sends (the hint, and what candidate 3 pins).

@@ -27,6 +27,21 @@ std::string torch_reason(const std::exception& ex) {
   return m;
 }
 
+/// The checksum of a checkpoint's options (and hint name): sizes, kind and flags a damaged file
+/// could change without touching the parameters.
+std::int64_t options_digest(const torch::Tensor& options, const torch::Tensor& hint) {
+  detail::fnv1a h;
+  detail::hash_tensor(h, options);
+  if (hint.defined()) detail::hash_tensor(h, hint);
+  return static_cast<std::int64_t>(h.digest());
+}
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string t = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
 /// FNV-1a over the bytes of every parameter and buffer of `m` (in registration order) and of
 /// Adam's state for each parameter, then of each problem's active-search offsets and their Adam
 /// state (none: the digest of a checkpoint without offsets): a checkpoint stores it, so a file whose
@@ -277,17 +292,21 @@ std::string policy::serialize() const {
     torch::serialize::OutputArchive ar, net_ar, adam_ar;
     const auto& o = impl_->opt;
     ar.write("doppler_format", torch::tensor(std::int64_t{1}));
-    ar.write("options", torch::tensor({std::int64_t{o.hidden}, std::int64_t{o.steps},
+    const torch::Tensor opts = torch::tensor({std::int64_t{o.hidden}, std::int64_t{o.steps},
                                        std::int64_t{o.proj}, std::int64_t{o.mlp},
                                        std::int64_t{static_cast<int>(o.kind)},
                                        std::int64_t{static_cast<int>(o.ablation)},
                                        std::int64_t{o.hint_budget},
                                        std::int64_t{static_cast<int>(o.hint_model)},
-                                       std::int64_t{o.sibling ? 1 : 0}}));
+                                       std::int64_t{o.sibling ? 1 : 0}});
+    ar.write("options", opts);
+    torch::Tensor hint;
     if (!o.hint.empty()) {  // the hint placer's name, as bytes
       std::vector<std::int64_t> bytes(o.hint.begin(), o.hint.end());
-      ar.write("hint", torch::tensor(bytes));
+      hint = torch::tensor(bytes);
+      ar.write("hint", hint);
     }
+    ar.write("options_digest", torch::tensor(options_digest(opts, hint)));
     impl_->model->save(net_ar);
     impl_->adam->save(adam_ar);
     ar.write("digest", torch::tensor(parameter_digest(*impl_->model, *impl_->adam, impl_->offsets)));
@@ -318,10 +337,7 @@ std::string policy::serialize() const {
 
 policy policy::load(const std::string& path) {
   if (!std::filesystem::exists(path)) throw error(errc::io, path, "", "no such checkpoint file");
-  std::ifstream in(path, std::ios::binary);
-  std::string blob((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw error(errc::io, path, "", "cannot read the checkpoint file");
-  return deserialize(blob, path);
+  return deserialize(read_file(path), path);  // a directory or an endless device: an error naming path
 }
 
 policy policy::deserialize(const std::string& blob, const std::string& path) {
@@ -333,7 +349,14 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
     if (!ar.try_read("doppler_format", fmt) || fmt.item<std::int64_t>() != 1 || !ar.try_read("options", opts) ||
         opts.numel() < 4)
       throw error(errc::bad_format_tag, path, "", "not a doppler policy checkpoint (format 1)");
+    if (opts.scalar_type() != torch::kLong || opts.dim() != 1)
+      throw error(errc::bad_format_tag, path, "", "not a doppler policy checkpoint (its options are not 64-bit integers)");
     auto a = opts.accessor<std::int64_t, 1>();
+    const char* size_names[4] = {"hidden", "steps", "proj", "mlp"};
+    for (int k = 0; k < 4; ++k)  // before the cast to int: 2^40 must not read as 0
+      if (a[k] < 1 || a[k] > std::numeric_limits<int>::max())
+        throw error(errc::bad_value, path, "", std::string("network size ") + size_names[k] + " = " +
+                                                   std::to_string(a[k]) + " out of range");
     policy_options o;
     o.hidden = static_cast<int>(a[0]);
     o.steps = static_cast<int>(a[1]);
@@ -354,7 +377,12 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
       o.sibling = a[8] == 1;
     }
     torch::Tensor hint;
-    if (ar.try_read("hint", hint)) {  // absent: no hint
+    const bool has_hint = ar.try_read("hint", hint);
+    torch::Tensor odigest;  // absent in checkpoints written before 2026-12-07
+    if (ar.try_read("options_digest", odigest) &&
+        (odigest.numel() != 1 || odigest.item<std::int64_t>() != options_digest(opts, has_hint ? hint : torch::Tensor())))
+      throw error(errc::bad_value, path, "", "the options do not match the checkpoint's checksum: the file is damaged");
+    if (has_hint) {  // absent: no hint
       auto h = hint.accessor<std::int64_t, 1>();
       for (std::int64_t i = 0; i < hint.numel(); ++i) {
         if (h[i] <= 0 || h[i] > 127) throw error(errc::bad_value, path, "", "the hint placer's name is not ASCII");
@@ -377,7 +405,17 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
     }
     policy pol = std::move(*made);
     ar.read("net", net_ar);
+    // Module::load adopts each stored tensor's shape; the kernels index by the options' sizes, so a
+    // parameter that does not have the shape the options give is a damaged file, not a policy.
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const auto& t : pol.impl_->model->parameters()) shapes.push_back(t.sizes().vec());
     pol.impl_->model->load(net_ar);
+    const auto params = pol.impl_->model->parameters();
+    for (std::size_t k = 0; k < params.size(); ++k)
+      if (params[k].sizes().vec() != shapes[k])
+        throw error(errc::bad_value, path, "",
+                    "parameter " + std::to_string(k) + " has shape " + shape_text(params[k].sizes().vec()) +
+                        ", its options give " + shape_text(shapes[k]) + ": the file is damaged");
     if (ar.try_read("adam", adam_ar)) pol.impl_->adam->load(adam_ar);
     torch::Tensor lr;  // absent: no active search (checkpoints before 2026-12-04 too)
     if (ar.try_read("active_search", lr)) {

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 #include <random>
-#include <sstream>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -29,12 +28,20 @@ std::string read_file(const std::string& path) {
     text.resize(static_cast<std::size_t>(size));
     in.seekg(0, std::ios::beg);
     in.read(text.data(), size);
-  } else {  // pipes and special files report no size
+  } else {  // pipes and special files report no size: read them in pieces, up to a limit
     in.clear();
-    in.seekg(0, std::ios::beg);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
+    in.seekg(0, std::ios::beg);  // fails on a pipe (nothing read yet): clear that too
+    in.clear();
+    std::string piece(1 << 16, '\0');
+    while (in.read(piece.data(), static_cast<std::streamsize>(piece.size())) || in.gcount() > 0) {
+      text.append(piece.data(), static_cast<std::size_t>(in.gcount()));
+      if (text.size() > max_stream_bytes)
+        throw error(errc::io, path, "",
+                    "more than " + std::to_string(max_stream_bytes >> 20) +
+                        " MiB from a file that is not a regular file (a pipe or a device such as /dev/zero); "
+                        "write it to a regular file first");
+      if (in.eof()) break;
+    }
   }
   if (in.bad()) throw error(errc::io, path, "", "read failed");
   return text;

@@ -168,6 +168,9 @@ TEST_CASE("doppler run --workers: two runs at once on one worker both finish and
   std::string run = cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --json --warmup 0 --workers " + at;
   check_refused(run + " --busy-wait -1", "--busy-wait");
   check_refused(run + " --busy-wait nan", "--busy-wait");
+  // 1e10 s once overflowed the milliseconds and failed as a request timeout at once
+  for (const char* v : {"1e10", "inf", "nan", "0"}) check_refused(run + " --timeout " + v, "--timeout");
+  check_refused(run + " --straggler cpu0:1e308", "--straggler");
   CHECK(sh(run + " --help").out.find("--busy-wait") != std::string::npos);
   // the first keeps the worker busy for seconds; the second starts while it runs
   auto both = sh("(" + run + " --repeat 2000 > " + (t / "first.json") + " 2> " + (t / "first.err") + "; echo $? > " +

@@ -252,6 +252,9 @@ TEST_CASE("stragglers: a slowed device's ops take factor x their time, other dev
   CHECK(worst_diff(out.outputs, execute_reference(g, 42)) <= 1e-5);
   CHECK_THROWS_AS(engine(c, engine_options{}.with_straggler(2, 2.0)), doppler::error);   // no device 2
   CHECK_THROWS_AS(engine(c, engine_options{}.with_straggler(0, 0.5)), doppler::error);   // faster is not a straggler
+  // 1e308 once made the slowed wait's nanoseconds overflow to no wait at all; two factors multiply
+  CHECK_THROWS_AS(engine(c, engine_options{}.with_straggler(0, 1e308)), doppler::error);
+  CHECK_THROWS_AS(engine(c, engine_options{}.with_straggler(0, 1e4).with_straggler(0, 1e4)), doppler::error);
 }
 
 TEST_CASE("null backend: inline ops timed in groups keep per-device order and causality") {

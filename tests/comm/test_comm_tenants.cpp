@@ -67,6 +67,30 @@ TEST_CASE("re-planning keeps the old sends and plans only the new job") {
   expect_error([&] { plan(c, a, ring); }, errc::bad_argument, "supports the greedy, milp and auto methods");
 }
 
+TEST_CASE("a warm start from another demand's schedule keeps only the sends valid for the new demand") {
+  // An allgather's chunk ids overlap an alltoall's with other sources and destinations: its sends
+  // once went into the re-plan unchecked and the union failed validation (an internal error).
+  cluster c = make_preset("p100x4");
+  demand ag = make_collective(c, collective::allgather, 1 << 20, 1);
+  demand a2a = make_collective(c, collective::alltoall, 1 << 20, 1);
+  plan_result first = plan(c, ag, plan_options{}.with_method("greedy"));
+  plan_options o;
+  o.with_method("greedy");
+  o.warm_start = &first.sched;
+  plan_result again = plan(c, a2a, o);
+  CHECK_NOTHROW(validate_schedule(c, a2a, again.sched));
+  // Some of the allgather's sends are valid alltoall sends (chunk 0 leaves gpu0 in both), not all.
+  CHECK(again.sched.note.find("kept ") != std::string::npos);
+  CHECK(again.sched.note.find("kept " + std::to_string(first.sched.sends.size()) + " ") == std::string::npos);
+  // Re-planning at an epoch past the old schedule's end is refused, naming the option.
+  plan_options late;
+  late.with_method("greedy").with_replan(first.sched, first.sched.epochs + 1);
+  expect_error([&] { plan(c, ag, late); }, errc::bad_argument, "past the end of the previous schedule");
+  plan_options at_end;
+  at_end.with_method("greedy").with_replan(first.sched, first.sched.epochs);
+  CHECK(plan(c, ag, at_end).sched.epochs == first.sched.epochs);
+}
+
 TEST_CASE("around fixed sends the lower bound counts only the capacity they leave") {
   // Line of 2: gpu0 -> gpu1 carries one chunk per epoch; fixed sends of another job take it in
   // epochs 0..2, so one more chunk gpu0 -> gpu1 arrives at epoch 4 at the earliest (the plain cut

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -207,8 +208,32 @@ TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler 
     }
   }
   CHECK(by_checksum >= 1);
+  // The options (network sizes, kind, flags) changed and the parameters not: once loaded as a policy
+  // whose kernels read past its weights; now the options' checksum refuses it. The options tensor
+  // is stored raw (int64, little-endian) in the archive.
+  {
+    const policy_options& o = pol.options();
+    const std::int64_t opts[9] = {o.hidden, o.steps, o.proj, o.mlp, static_cast<int>(o.kind), static_cast<int>(o.ablation),
+                                  o.hint_budget, static_cast<int>(o.hint_model), o.sibling ? 1 : 0};
+    const std::string pattern(reinterpret_cast<const char*>(opts), sizeof opts);
+    const auto at = bytes.find(pattern);
+    REQUIRE(at != std::string::npos);
+    for (std::size_t field : {std::size_t{3}, std::size_t{8}}) {  // mlp doubled; the sibling flag set
+      CAPTURE(field);
+      std::int64_t patched[9];
+      std::copy(std::begin(opts), std::end(opts), patched);
+      patched[field] = field == 3 ? 2 * o.mlp : 1 - patched[8];
+      std::string damaged = bytes;
+      damaged.replace(at, sizeof patched, reinterpret_cast<const char*>(patched), sizeof patched);
+      write_file_atomic(bad, damaged);
+      CHECK_THROWS_WITH_AS(policy::load(bad), doctest::Contains("options do not match"), error);
+    }
+  }
   std::filesystem::remove(bad);
   CHECK_THROWS_AS(policy::load(temp_path("missing.pt")), error);
+  // A directory is not a checkpoint: one line naming it, not a stream error.
+  CHECK_THROWS_WITH_AS(policy::load(std::filesystem::temp_directory_path().string()), doctest::Contains("is a directory"),
+                       error);
 }
 
 TEST_CASE("a policy places other graphs on clusters of other sizes (transfer)") {

@@ -99,3 +99,24 @@ TEST_CASE("write_file_atomic: failures name the path") {
   }
   CHECK(fs::is_directory(d.path / "dir"));
 }
+
+TEST_CASE("read_file: a pipe is read whole, an endless device is an error naming it, not a hang") {
+  temp_dir d("doppler_io");
+  std::string fifo = d / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // More than one 64 KiB piece through the pipe, read in full.
+  const std::string text(200000, 'x');
+  auto writer = std::async(std::launch::async, [&] { std::ofstream(fifo) << text; });
+  CHECK(read_file(fifo) == text);
+  writer.get();
+  // /dev/zero never ends: read_file stops at max_stream_bytes.
+  try {
+    (void)read_file("/dev/zero");
+    FAIL("read an endless file");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::io);
+    CHECK(e.file() == "/dev/zero");
+    CHECK(std::string(e.what()).find("not a regular file") != std::string::npos);
+  }
+  CHECK_THROWS_AS(read_file(d.path.string()), error);  // a directory
+}

@@ -2,12 +2,18 @@
 /// File helpers: whole-file reads with clear errors, and atomic writes (temp file + rename), so a
 /// reader never sees a half-written doppler file.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace doppler {
 
-/// Reads a whole file; throws `error(errc::io)` naming the file when it cannot.
+/// The most `read_file` takes from a file that is not a regular file (a pipe, a device), whose size
+/// is not known in advance: an endless one (/dev/zero) is an error, not a hang.
+inline constexpr std::size_t max_stream_bytes = std::size_t{256} << 20;
+
+/// Reads a whole file; throws `error(errc::io)` naming the file when it cannot (a directory, a
+/// pipe or device giving more than `max_stream_bytes`).
 std::string read_file(const std::string& path);
 
 /// Writes `text` to `path` atomically: a temporary file beside the final target (symlinks are
