@@ -10,6 +10,7 @@
 #include <doppler/runtime/graph_algos.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/json.hpp>
 #include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/workloads.hpp>
 
@@ -86,13 +87,11 @@ constexpr const char* validated_formats =
 std::string format_tag_of(const std::string& text, const std::string& file) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    std::string what = e.what();
-    auto pos = what.find("] ");
+    j = parse_json(text, file);
+  } catch (const error& e) {
+    if (e.code() != errc::bad_json) throw;
     throw error(errc::bad_json, file, "",
-                excerpt(pos == std::string::npos ? what : what.substr(pos + 2), 200) +
-                    " (not JSON, nor the paper's .txt format, which starts with its node count)");
+                e.reason() + " (not JSON, nor the paper's .txt format, which starts with its node count)");
   }
   if (!j.is_object())
     throw error(errc::bad_type, file, "",

@@ -3,6 +3,7 @@
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/json.hpp>
 #include <doppler/runtime/placer.hpp>
 
 #include <nlohmann/json.hpp>
@@ -65,12 +66,7 @@ struct reader {
 }  // namespace
 
 curriculum parse_curriculum(std::string_view text, const std::string& file, curriculum base) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw error(errc::bad_json, file, "", e.what());
-  }
+  const json j = parse_json(text, file);  // malformed JSON or a repeated key: an error naming the file
   reader r{file};
   namespace L = train_limits;
   r.keys(j, "", {"format", "phases", "imitation", "reinforce", "policy", "model", "seed"});

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 
 namespace doppler {
@@ -121,6 +122,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
       depth_ = 3;
       spec_ = op_spec{};
       seen_ = 0;
+      keyed_.clear();
       return true;
     }
     if (pending_skip()) { skip_ = 1; return true; }
@@ -166,10 +168,16 @@ class graph_sax final : public nlohmann::json_sax<json> {
 
   bool key(string_t& k) override {
     if (skip_ > 0) return true;
-    if (depth_ == 1) {
+    if (depth_ == 1) {  // a repeated key is an error, not a silent override (nor, for arrays, a concatenation)
+      if (std::find(top_keys_.begin(), top_keys_.end(), k) != top_keys_.end())
+        return fail(errc::bad_value, k, "duplicate key \"" + k + "\"");
+      top_keys_.push_back(k);
       top_key_ = k;
       return true;
     }
+    if (std::find(keyed_.begin(), keyed_.end(), k) != keyed_.end())
+      return fail(errc::bad_value, op_path() + "." + k, "duplicate key \"" + k + "\"");
+    keyed_.push_back(k);
     field_ = field_of(k);
     return true;
   }
@@ -331,6 +339,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
   graph_builder& builder_;
   op_spec spec_;
   std::string top_key_;
+  std::vector<std::string> top_keys_, keyed_;  // the keys seen at the top level and in the current op
   field field_ = field::none;
   unsigned seen_ = 0;
   int depth_ = 0;

@@ -1,12 +1,65 @@
 #include "json_util.hpp"
 
+#include <doppler/runtime/json.hpp>
+
 #include <cmath>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
-namespace doppler::detail {
+namespace doppler {
 
-json parse_json(std::string_view text, const std::string& file) {
+nlohmann::json parse_json(std::string_view text, const std::string& file) {
+  using json = nlohmann::json;
+  // The containers still open, for the duplicate-key check and the path it names.
+  struct frame {
+    bool array = false;
+    std::string path;                      // "" the root, then .key and [i]
+    std::unordered_set<std::string> keys;  // an object's keys so far
+    std::string key;                       // an object's current key
+    std::size_t index = 0;                 // an array's next element
+  };
+  std::vector<frame> open;
+  auto join = [](const std::string& at, const std::string& key) { return at.empty() ? key : at + "." + key; };
+  auto child_path = [&]() -> std::string {
+    if (open.empty()) return "";
+    const frame& f = open.back();
+    return f.array ? f.path + "[" + std::to_string(f.index) + "]" : join(f.path, f.key);
+  };
+  auto value_done = [&] {
+    if (!open.empty() && open.back().array) ++open.back().index;
+  };
+  auto cb = [&](int, json::parse_event_t ev, json& parsed) -> bool {
+    switch (ev) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start: {
+        frame f;
+        f.array = ev == json::parse_event_t::array_start;
+        f.path = child_path();
+        open.push_back(std::move(f));
+        break;
+      }
+      case json::parse_event_t::key: {
+        frame& f = open.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second)
+          throw error(errc::bad_value, file, join(f.path, f.key),
+                      "duplicate key \"" + f.key + "\" (a repeated key is an error, not a silent override)");
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        open.pop_back();
+        value_done();
+        break;
+      case json::parse_event_t::value:
+        value_done();
+        break;
+    }
+    return true;
+  };
   try {
-    return json::parse(text.begin(), text.end());
+    return json::parse(text.begin(), text.end(), cb);
   } catch (const json::exception& e) {
     // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L, column C: ...";
     // a number beyond double range ("1e999") is an out_of_range.406 error, not a parse_error.
@@ -15,6 +68,12 @@ json parse_json(std::string_view text, const std::string& file) {
     throw error(errc::bad_json, file, "", excerpt(pos == std::string::npos ? what : what.substr(pos + 2), 200));
   }
 }
+
+}  // namespace doppler
+
+namespace doppler::detail {
+
+json parse_json(std::string_view text, const std::string& file) { return doppler::parse_json(text, file); }
 
 void json_reader::expect_format(const json& root, std::string_view tag) const {
   if (!root.is_object()) fail(errc::bad_type, "", "the document must be a JSON object");

@@ -3,6 +3,7 @@
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/json.hpp>
 #include <doppler/runtime/placer.hpp>
 
 #include <nlohmann/json.hpp>
@@ -38,12 +39,7 @@ class placer_learner final : public learner_interface {
     write_file_atomic(path, j.dump() + "\n");
   }
   void load(const std::string& path) override {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(path));
-    } catch (const nlohmann::json::exception& e) {
-      throw error(errc::bad_json, path, "", e.what());
-    }
+    const nlohmann::json j = parse_json(read_file(path), path);
     if (!j.is_object() || j.value("format", "") != "doppler-learner/1")
       throw error(errc::bad_format_tag, path, "format", "expected \"doppler-learner/1\"");
     if (j.value("learner", "") != name_)

@@ -84,6 +84,8 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher_budget": 0}})") ==
         "imitation.teacher_budget");
   CHECK_THROWS_AS(parse_curriculum("{not json"), error);
+  CHECK_THROWS_WITH_AS(parse_curriculum(R"({"format": "doppler-curriculum/1", "phases": {"rl_episodes": 5, "rl_episodes": 9}})", "c.json"),
+                       doctest::Contains("phases.rl_episodes"), error);  // a repeated key, not the last one silently
   // An unknown key's error names the keys that level accepts (a typo is found at once).
   CHECK_THROWS_WITH_AS(parse_curriculum(R"({"format": "doppler-curriculum/1", "reinforce": {"temprature": 2}})", "c.json"),
                        doctest::Contains("expected one of: lr, lr_final, temperature"), error);

@@ -108,6 +108,14 @@ TEST_CASE("placement: bad inputs name the error class and the JSON path") {
   expect_bad(text(ga, R"(["x", "a", "h", "s"])"), errc::bad_value, "order[1]");  // a before its input h
   expect_bad(text(ga, R"({"x": 0})"), errc::bad_type, "order");
   expect_bad("{\"format\": ", errc::bad_json, "");
+  // A repeated key names its path (the last value once won silently), also inside an array.
+  expect_bad(text(R"({"x": ")" + dev(1) + R"(", "x": ")" + dev(0) + R"(", "h": ")" + dev(0) + R"(", "a": ")" + dev(1) +
+                  R"(", "s": ")" + dev(1) + "\"}"),
+             errc::bad_value, "assignment.x");
+  expect_bad(R"({"format": "doppler-placement/1", "format": "doppler-placement/1", "assignment": {}})", errc::bad_value,
+             "format");
+  expect_bad(R"({"format": "doppler-placement/1", "assignment": {}, "extra": [0, {"k": 1, "k": 2}]})", errc::bad_value,
+             "extra[1].k");
 }
 
 TEST_CASE("placement: check_placement rejects incomplete and inconsistent placements") {
