@@ -9,6 +9,7 @@
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/xml.hpp>
 
 #include <fmt/format.h>
 
@@ -214,7 +215,7 @@ void add_plan_comm(CLI::App& app) {
       comm::network net(c, d.chunk_bytes, comm::epoch_mode::given, r.sched.epoch_seconds);
       comm::msccl_options m;
       m.name = d.name + "-" + r.sched.method;
-      if (comm::parse_collective(o->d.spec)) m.collective = o->d.spec;
+      m.collective = comm::parse_collective(o->d.spec) ? o->d.spec : "custom";  // a demand file
       write_file_atomic(o->msccl, comm::to_msccl_xml(net, d, r.sched, m));
     }
   });
@@ -278,7 +279,7 @@ std::string comparison_svg(const std::string& title, const std::vector<std::pair
   auto y = [&](double v) { return top + (h - top - bottom) * (1 - v / most); };
   std::ostringstream s;
   s << fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n", w, h);
-  s << fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n", left, title);
+  s << fmt::format("<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n", left, xml_escape(title));
   s << fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n", left, top, h - bottom);
   for (int k = 0; k <= 4; ++k) {
     double v = most * k / 4;
@@ -291,7 +292,7 @@ std::string comparison_svg(const std::string& title, const std::vector<std::pair
     double x = left + 10 + slot * static_cast<double>(i);
     s << fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#4a7fb0\"/>\n", x, y(r.report.algbw),
                      slot * 0.7, h - bottom - y(r.report.algbw));
-    s << fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x + slot * 0.35, h - bottom + 16, m);
+    s << fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x + slot * 0.35, h - bottom + 16, xml_escape(m));
     s << fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:.0f}%</text>\n", x + slot * 0.35,
                      y(r.report.algbw) - 4, 100 * r.fraction_of_bound());
   }

@@ -12,6 +12,7 @@
 #include <doppler/runtime/placement.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
+#include <doppler/runtime/xml.hpp>
 #ifdef DOPPLER_HAVE_LEARNER
 #include <doppler/learner/doppler_placer.hpp>  // Torch-free header; the twin doppler-learn links the learner
 #endif
@@ -133,22 +134,17 @@ void write_svg(const std::string& path, const std::string& title, const nlohmann
   if (max_v <= 0) max_v = 1;
   double scale = (w - left - right) / max_v;
   double h = top + static_cast<double>(rows.size()) * (bar_h + gap) + 40;
-  auto esc = [](const std::string& s) {
-    std::string o;
-    for (char ch : s) o += ch == '<' ? "&lt;" : ch == '>' ? "&gt;" : ch == '&' ? "&amp;" : std::string(1, ch);
-    return o;
-  };
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"24\" font-size=\"14\" font-weight=\"bold\">{}</text>\n",
-      w, h, left, esc(title));
+      w, h, left, xml_escape(title));
   double y = top;
   for (auto& r : rows) {
     double v = r["makespan_s"].get<double>(), sd = r["std_s"].get<double>();
     double bw = v * scale;
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 8, y + bar_h * 0.7,
-                       esc(r["method"].get<std::string>()));
+                       xml_escape(r["method"].get<std::string>()));
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"#4878a8\"/>\n", left, y, bw, bar_h);
     if (sd > 1e-9 * v)
       svg += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"black\"/>\n",

@@ -1,6 +1,7 @@
 // MSCCL XML export: thread blocks per peer, steps in epoch order, dependencies on receives.
 #include <doppler/comm/msccl.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/xml.hpp>
 
 #include <algorithm>
 #include <map>
@@ -108,9 +109,9 @@ std::string to_msccl_xml(const network& net, const demand& d, const schedule& s,
     if (relay[g][chunk]) return {"s", scratch[g].at(chunk)};
     return {"o", static_cast<int>(chunk)};
   };
-  std::string x = "<algo name=\"" + opt.name + "\" proto=\"" + opt.proto + "\" nchannels=\"1\" nchunksperloop=\"" +
+  std::string x = "<algo name=\"" + xml_escape(opt.name) + "\" proto=\"" + xml_escape(opt.proto) + "\" nchannels=\"1\" nchunksperloop=\"" +
                   std::to_string(d.chunks.size()) + "\" ngpus=\"" + std::to_string(D) + "\" coll=\"" +
-                  opt.collective + "\" inplace=\"0\">\n";
+                  xml_escape(opt.collective) + "\" inplace=\"0\">\n";
   for (device_index g = 0; g < D; ++g) {
     x += "  <gpu id=\"" + std::to_string(g) + "\" i_chunks=\"" + std::to_string(std::max<std::size_t>(1, input[g].size())) +
          "\" o_chunks=\"" + std::to_string(d.chunks.size()) + "\" s_chunks=\"" + std::to_string(scratch[g].size()) + "\">\n";

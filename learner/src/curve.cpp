@@ -2,6 +2,7 @@
 #include <doppler/learner/curve.hpp>
 
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/xml.hpp>
 
 #include <fmt/format.h>
 
@@ -22,21 +23,6 @@ std::string curve_csv(const std::vector<train_row>& rows, bool graph_column) {
   }
   return out;
 }
-
-namespace {
-
-std::string escape(const std::string& s) {
-  std::string o;
-  for (char ch : s) {
-    if (ch == '<') o += "&lt;";
-    else if (ch == '>') o += "&gt;";
-    else if (ch == '&') o += "&amp;";
-    else o += ch;
-  }
-  return o;
-}
-
-}  // namespace
 
 std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, double lower_bound,
                       const std::string& title) {
@@ -70,7 +56,7 @@ std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, do
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"22\" font-size=\"15\">{}</text>\n",
-      w, h, l, escape(title));
+      w, h, l, xml_escape(title));
   s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", l, h - b, w - r, h - b);
   s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", l, t, l, h - b);
   for (int i = 0; i <= 4; ++i) {
@@ -103,7 +89,7 @@ std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, do
                      "stroke-dasharray=\"6,4\"/>\n",
                      l, py(v), w - r, py(v), color);
     s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\" text-anchor=\"end\">{} {:.4g}</text>\n", w - r,
-                     t + 14 * ++legend, color, escape(label), v);
+                     t + 14 * ++legend, color, xml_escape(label), v);
   };
   ref_line(cp_makespan, "#d62728", "cp");
   ref_line(lower_bound, "#2ca02c", "lower bound");

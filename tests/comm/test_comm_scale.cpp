@@ -79,4 +79,11 @@ TEST_CASE("MSCCL export: one peer per thread block, dependencies on receives") {
   msccl_options tight;
   tight.max_steps_per_tb = 1;
   expect_error([&] { to_msccl_xml(net, d, r.sched, tight); }, errc::bad_argument, "MSCCL allows 1");
+  // A name from a demand file is escaped: the attribute stays one well-formed attribute.
+  msccl_options odd;
+  odd.name = "a<&>\"b";
+  odd.collective = "custom";
+  const std::string named = to_msccl_xml(net, d, r.sched, odd);
+  CHECK(named.rfind("<algo name=\"a&lt;&amp;&gt;&quot;b\"", 0) == 0);
+  CHECK(named.find("coll=\"custom\"") != std::string::npos);
 }
