@@ -40,9 +40,12 @@ constexpr double default_efficiency(op_kind k) noexcept {
   return 1.0;
 }
 
-bool valid_efficiency(double e) noexcept { return std::isfinite(e) && e > 0 && e <= 1; }
-bool valid_bandwidth(double b) noexcept { return std::isfinite(b) && b >= 0; }
-bool valid_nonnegative(double x) noexcept { return std::isfinite(x) && x >= 0; }
+// Ranges: beyond them a value is a typo, not a measurement, and its times overflow the bound's sums
+// (an efficiency of 1e-300 made a 2e293 s makespan with an infinite lower bound).
+bool valid_efficiency(double e) noexcept { return e >= 1e-6 && e <= 1; }
+bool valid_bandwidth(double b) noexcept { return b == 0 || (b >= 1e3 && std::isfinite(b)); }
+bool valid_overhead(double s) noexcept { return s >= 0 && s <= 1e3; }
+bool valid_host_cores(double c) noexcept { return c == 0 || (c >= 0.01 && c <= 1e6); }
 
 }  // namespace
 
@@ -61,21 +64,21 @@ cost_model& cost_model::set_efficiency(op_kind k, double e) {
 cost_model& cost_model::set_bandwidth(op_kind k, double b) {
   if (!valid_bandwidth(b))
     throw error(errc::bad_argument, "bandwidth of " + std::string(to_string(k)) +
-                                        " must be finite and >= 0 (0 = no memory term), got " + std::to_string(b));
+                                        " must be 0 (no memory term) or finite bytes/s >= 1e3, got " + std::to_string(b));
   bandwidth_[static_cast<int>(k)] = b;
   return *this;
 }
 
 cost_model& cost_model::set_overhead(double s) {
-  if (!valid_nonnegative(s))
-    throw error(errc::bad_argument, "overhead must be finite seconds >= 0, got " + std::to_string(s));
+  if (!valid_overhead(s))
+    throw error(errc::bad_argument, "overhead must be seconds in [0, 1e3], got " + std::to_string(s));
   overhead_ = s;
   return *this;
 }
 
 cost_model& cost_model::set_host_cores(double c) {
-  if (!valid_nonnegative(c))
-    throw error(errc::bad_argument, "host_cores must be finite and >= 0 (0 = unlimited), got " + std::to_string(c));
+  if (!valid_host_cores(c))
+    throw error(errc::bad_argument, "host_cores must be 0 (unlimited) or in [0.01, 1e6], got " + std::to_string(c));
   host_cores_ = c;
   return *this;
 }
@@ -97,7 +100,7 @@ cost_model cost_model::parse(std::string_view text, const std::string& file) {
     if (!value.is_number())
       r.fail(errc::bad_type, path, "must be a number, got " + std::string(value.type_name()));
     double e = value.get<double>();
-    if (!valid_efficiency(e)) r.fail(errc::bad_value, path, "must be in (0, 1], got " + value.dump());
+    if (!valid_efficiency(e)) r.fail(errc::bad_value, path, "must be in [1e-6, 1], got " + value.dump());
     cm.efficiency_[static_cast<int>(*kind)] = e;
   }
   // Optional fields (absent in files written before they existed: those keep the FLOP-only model).
@@ -111,20 +114,20 @@ cost_model cost_model::parse(std::string_view text, const std::string& file) {
         r.fail(errc::bad_type, path, "must be a number, got " + std::string(value.type_name()));
       double x = value.get<double>();
       if (!valid_bandwidth(x))
-        r.fail(errc::bad_value, path, "must be output bytes/s >= 0 (0 = no memory term), got " + value.dump());
+        r.fail(errc::bad_value, path, "must be 0 (no memory term) or output bytes/s >= 1e3, got " + value.dump());
       cm.bandwidth_[static_cast<int>(*kind)] = x;
     }
   }
-  auto scalar = [&](const char* field, double& into, const char* what) {
+  auto scalar = [&](const char* field, double& into, bool (*valid)(double) noexcept, const char* what) {
     auto f = root.find(field);
     if (f == root.end()) return;
     if (!f->is_number()) r.fail(errc::bad_type, field, "must be a number, got " + std::string(f->type_name()));
     double x = f->get<double>();
-    if (!valid_nonnegative(x)) r.fail(errc::bad_value, field, std::string(what) + ", got " + f->dump());
+    if (!valid(x)) r.fail(errc::bad_value, field, std::string(what) + ", got " + f->dump());
     into = x;
   };
-  scalar("overhead", cm.overhead_, "must be finite seconds >= 0");
-  scalar("host_cores", cm.host_cores_, "must be finite and >= 0 (0 = unlimited)");
+  scalar("overhead", cm.overhead_, valid_overhead, "must be seconds in [0, 1e3]");
+  scalar("host_cores", cm.host_cores_, valid_host_cores, "must be 0 (unlimited) or in [0.01, 1e6]");
   return cm;
 }
 

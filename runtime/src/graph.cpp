@@ -257,6 +257,9 @@ graph graph_builder::build() && {
     o.bytes = o.bytes_override ? *o.bytes_override : numel(o.shape) * elem;
     g.total_flops_ += o.flops;
     g.total_bytes_ += o.bytes;
+    if (!std::isfinite(g.total_flops_) || !std::isfinite(g.total_bytes_))  // every sum over the graph would too
+      throw error(errc::bad_value, "", path() + (std::isfinite(g.total_flops_) ? ".bytes" : ".flops"),
+                  "op '" + o.id + "' takes the graph's total FLOPs or bytes past the largest double");
   }
 
   // 4. successors (CSR) and topological order; a leftover means a cycle

@@ -460,18 +460,20 @@ TEST_CASE("cli: non-finite times, unknown commands, compare --methods none, cali
     CHECK(r.err.find("devices[0].flops") != std::string::npos);
     CHECK(clean_one_line(r.err));
   }
-  // The slowest accepted device (1 FLOP/s) and ops of 1e308 FLOPs: each op's time is finite, their
-  // chain is not. Every placer says so, naming the op, and nothing is written.
+  // The slowest accepted device (1 FLOP/s), the least efficiency (1e-6) and ops of 1e302 FLOPs: each
+  // op's time (1e308 s) is finite, their chain is not (while the graph's total FLOPs are). Every
+  // placer says so, naming the op, and nothing is written.
   write(d / "slow.json",
         R"({"format": "doppler-cluster/1", "name": "slow", "devices": [{"id": "d0", "kind": "gpu", "flops": 1,)"
         R"( "memory": 1e10, "host": "h"}, {"id": "d1", "kind": "gpu", "flops": 1, "memory": 1e10, "host": "h"}],)"
         R"( "links": [{"src": "d0", "dst": "d1", "bandwidth": 1e10, "latency": 1e-6, "duplex": true}]})");
   write(d / "chain.json", R"({"format": "doppler-graph/1", "name": "h", "ops": [{"id": "a", "kind": "synthetic",)"
-                          R"( "flops": 1e308, "bytes": 8}, {"id": "b", "kind": "synthetic", "inputs": ["a"],)"
-                          R"( "flops": 1e308, "bytes": 8}]})");
+                          R"( "flops": 1e302, "bytes": 8}, {"id": "b", "kind": "synthetic", "inputs": ["a"],)"
+                          R"( "flops": 1e302, "bytes": 8}]})");
+  write(d / "slowest.json", R"({"format": "doppler-costs/1", "efficiency": {"synthetic": 1e-6}})");
   for (std::string m : {"cp", "heft", "m-etf", "metis", "search", "single", "round-robin", "random"}) {
     CAPTURE(m);
-    auto r = run(d, "place --graph chain.json --cluster slow.json -o - --method " + m);
+    auto r = run(d, "place --graph chain.json --cluster slow.json --costs slowest.json -o - --method " + m);
     CHECK(r.rc == 2);
     CHECK(r.out.empty());
     CHECK(r.err.find("takes longer than a double can hold") != std::string::npos);
@@ -481,20 +483,20 @@ TEST_CASE("cli: non-finite times, unknown commands, compare --methods none, cali
   // A placement given as a file: the simulator's own checks. a on d0, b on d1.
   write(d / "ab.json", R"({"format": "doppler-placement/1", "graph": "h", "cluster": "slow", "method": "file",)"
                        R"( "assignment": {"a": "d0", "b": "d1"}})");
-  auto r = run(d, "simulate --graph chain.json --cluster slow.json --placement ab.json --json");
+  auto r = run(d, "simulate --graph chain.json --cluster slow.json --costs slowest.json --placement ab.json --json");
   CHECK(r.rc == 2);
   CHECK(r.out.empty());
   CHECK(r.err.find("makespan is not finite") != std::string::npos);
   CHECK(clean_one_line(r.err));
   // A straggler factor makes one op's own time infinite: named with its device.
-  r = run(d, "simulate --graph chain.json --cluster slow.json --placement ab.json --straggler d0:10 --json");
+  r = run(d, "simulate --graph chain.json --cluster slow.json --costs slowest.json --placement ab.json --straggler d0:10 --json");
   CHECK(r.rc == 2);
   CHECK(r.out.empty());
   CHECK(r.err.find("op 'a' would take inf s on device 'd0'") != std::string::npos);
   CHECK(r.err.find("not a finite time") != std::string::npos);
   if (has_run_command(d)) {
-    r = run(d, "run --graph chain.json --cluster slow.json --backend emulate --placement ab.json --timeout 5 "
-               "--repeat 1 --warmup 0");
+    r = run(d, "run --graph chain.json --cluster slow.json --costs slowest.json --backend emulate --placement ab.json "
+               "--timeout 5 --repeat 1 --warmup 0");
     CHECK(r.rc == 2);
     CHECK(r.out.find("inf") == std::string::npos);
     CHECK(r.err.find("not finite") != std::string::npos);
@@ -512,9 +514,11 @@ TEST_CASE("cli: non-finite times, unknown commands, compare --methods none, cali
   write(d / "huge.json", R"({"format": "doppler-graph/1", "name": "h", "ops": [{"id": "a", "kind": "synthetic",)"
                          R"( "flops": 1e308, "bytes": 8}, {"id": "b", "kind": "synthetic", "inputs": ["a"],)"
                          R"( "flops": 1e308, "bytes": 8}]})");
-  r = run(d, "info huge.json");
-  CHECK_MESSAGE(r.rc == 0, r.err);
-  CHECK(r.out.find("inf%") == std::string::npos);
+  r = run(d, "info huge.json");  // total FLOPs past a double: refused at load, naming the op
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("ops[1].flops") != std::string::npos);
+  CHECK(r.err.find("op 'b'") != std::string::npos);
+  CHECK(clean_one_line(r.err));
 }
 
 TEST_CASE("cli: run --timeout ends an emulated run whose op would take far longer") {

@@ -115,6 +115,11 @@ TEST_CASE("cost model: op time is overhead + max(FLOP term, bytes / bandwidth)")
   CHECK_THROWS_AS(cm.set_bandwidth(op_kind::add, -1), error);
   CHECK_THROWS_AS(cm.set_overhead(-1e-6), error);
   CHECK_THROWS_AS(cm.set_host_cores(std::numeric_limits<double>::infinity()), error);
+  // Absurdly small values were accepted and overflowed the lower bound's sums (inf, printed null).
+  CHECK_THROWS_AS(cm.set_efficiency(op_kind::matmul, 1e-300), error);
+  CHECK_THROWS_AS(cm.set_bandwidth(op_kind::slice, 1e-300), error);
+  CHECK_THROWS_AS(cm.set_host_cores(1e-300), error);
+  CHECK_THROWS_AS(cm.set_overhead(1e300), error);
 }
 
 TEST_CASE("cost model: bad optional fields name the error class and the JSON path") {
