@@ -269,6 +269,9 @@ cluster deployment_cluster(const calibrate_flags& f, const cluster& c, double fl
   return cluster(std::move(name), std::move(devices), {}, std::move(links));
 }
 
+/// The largest synthetic op calibrate runs (a few seconds on one core).
+constexpr double max_synthetic_flops = 1e11;
+
 void calibrate_command(const calibrate_flags& f) {
   if (f.rounds < 1) throw error(errc::bad_argument, "", "--rounds", "must be at least 1");
   if (!f.workers.empty() && f.cluster_out.empty())
@@ -290,7 +293,22 @@ void calibrate_command(const calibrate_flags& f) {
     for (const char* name : {"llama-block", "llama-layer", "ffnn", "moe-layer", "chainmm"})
       graphs.push_back(make_workload(name, workload_params{}));
   else
-    for (const auto& file : f.graphs) graphs.push_back(load_graph(file));
+    for (const auto& file : f.graphs) {
+      graphs.push_back(load_graph(file));
+      // calibrate runs every op here, once per round: a synthetic op's declared FLOPs are real work
+      for (const op& o : graphs.back().ops())
+        if (o.kind == op_kind::synthetic && o.flops > max_synthetic_flops)
+          throw error(errc::bad_argument, file, "--graph",
+                      fmt::format("synthetic op '{}' declares {:.3g} FLOPs; calibrate runs every op on this host "
+                                  "and takes graphs whose synthetic ops are at most {:.0e} FLOPs (seconds each)",
+                                  o.id, o.flops, max_synthetic_flops));
+    }
+  const bool any_matmul = std::any_of(graphs.begin(), graphs.end(), [](const graph& g) {
+    return std::any_of(g.ops().begin(), g.ops().end(), [](const op& o) { return o.kind == op_kind::matmul && o.flops > 0; });
+  });
+  if (!any_matmul)
+    throw error(errc::bad_argument, "", "--graph",
+                "no matmul op in the graphs: calibrate derives the host's FLOP/s from matmul times");
   std::cout << fmt::format("calibrate: kernels on {} ({} rounds; OpenBLAS {}), dispatch and transfers on the actor runtime\n",
                            f.graphs.empty() ? std::string("the default workloads") : fmt::format("{} graph(s)", graphs.size()),
                            f.rounds, cpu::blas_core());

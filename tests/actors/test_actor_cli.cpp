@@ -257,6 +257,16 @@ TEST_CASE("doppler calibrate writes a cost table the simulator loads") {
   auto run = sh(cli + " run --graph " + (t / "g.json") + " --cluster " + (t / "c.json") + " --costs " + (t / "cost.json") + " --json");
   CAPTURE(run.out);
   CHECK(run.code == 0);
+  // Graphs it cannot learn from are refused before any timing: no matmul (was an internal error),
+  // and a synthetic op that would run for hours (was a hang).
+  const std::string paper = std::string(DOPPLER_PAPER_DIR) + "/ffnn_192nodes.txt";  // synthetic ops only
+  check_refused(cli + " calibrate --cluster cpu:1 --rounds 1 --graph " + paper + " -o " + (t / "x.json"), "no matmul");
+  {
+    std::ofstream(t / "syn.json") << R"({"format": "doppler-graph/1", "ops": [{"id": "s", "kind": "synthetic", "flops": 1e15, "bytes": 8}]})";
+  }
+  auto syn = check_refused(cli + " calibrate --cluster cpu:1 --rounds 1 --graph " + (t / "syn.json") + " -o " + (t / "x.json"),
+                           "synthetic op 's'");
+  CHECK(syn.out.find("syn.json") != std::string::npos);
 }
 
 TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget, state saved, bad input exits 2") {
