@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -169,6 +170,8 @@ void add_graph_commands(CLI::App& app) {
       if (!t) throw error(errc::bad_argument, "", "--dtype", "unknown dtype '" + o->dtype + "' (f32, bf16, f16)");
       p.type = *t;
       graph g = make_workload(o->name, p);
+      if (cmd->count("--output") > 0 && o->out.empty())
+        throw error(errc::bad_argument, "", "--output", "is empty (give a file name, or - for stdout)");
       std::string out = o->out.empty() ? o->name + ".json" : o->out;
       save_graph(g, out);
       if (!o->quiet) {
@@ -279,9 +282,14 @@ void add_graph_commands(CLI::App& app) {
     auto out = std::make_shared<std::string>();
     cmd->add_option("input", *in, "Paper-format graph (or a doppler-graph/1 file, rewritten canonically)")->required();
     cmd->add_option("-o,--output", *out, "Output file (default: the input's name with .json; '-' for stdout)");
-    cmd->callback([in, out] {
+    cmd->callback([cmd, in, out] {
+      if (cmd->count("--output") > 0 && out->empty())
+        throw error(errc::bad_argument, "", "--output", "is empty (give a file name, or - for stdout)");
       graph g = load_graph(*in);
       std::string dest = out->empty() ? default_output(*in, ".json") : *out;
+      std::error_code ec;
+      if (std::filesystem::equivalent(*in, dest, ec))  // false (with ec) when dest does not exist
+        throw error(errc::bad_argument, dest, "--output", "is the input file: convert writes a new file");
       save_graph(g, dest);
       if (dest != "-") std::cout << fmt::format("wrote {}: {} ops, {} edges\n", dest, g.size(), g.edge_count());
     });

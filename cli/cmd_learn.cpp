@@ -61,19 +61,6 @@ CLI::Validator finite_in(double lo, double hi) {
       fmt::format("in [{:g}, {:g}]", lo, hi));
 }
 
-/// Refuses an output path whose directory is missing or not writable before any work is done
-/// (a training that fails at its end on a typo in -o loses the training).
-void check_output_path(const std::string& path, const char* flag) {
-  if (path.empty() || path == "-") return;
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw error(errc::bad_argument, path, flag, "directory '" + dir.string() + "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) throw error(errc::bad_argument, path, flag, "directory '" + dir.string() + "' is not writable");
-  if (std::filesystem::is_directory(path, ec)) throw error(errc::bad_argument, path, flag, "is a directory");
-}
-
 sim_model parse_model(const std::string& m) {
   if (m == "wc") return sim_model::wc;
   if (m == "simple") return sim_model::simple;

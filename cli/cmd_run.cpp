@@ -198,6 +198,7 @@ void run_command(const run_flags& f) {
   const auto busy_wait = busy_wait_flag(f.busy_wait);
   if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
     throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");
+  check_output_path(f.save_policy, "--save-policy");  // before the runs, not after them
   if (!f.learner.empty() && !f.placement_file.empty())
     throw error(errc::bad_argument, "", "--learner", "give either --placement or --learner, not both");
   may_explore(1, 0, f.explore);  // validates --explore

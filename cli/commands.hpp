@@ -31,6 +31,11 @@ void add_run_commands(CLI::App& app);
 /// train, place-learned (cmd_learn.cpp in doppler-learn; `doppler` forwards them to it)
 void add_learn_commands(CLI::App& app);
 
+/// Refuses an output path whose directory is missing or not writable, or that is a directory, before
+/// any work is done (a training or a run that fails at its end on a typo loses its work); "" and
+/// "-" pass. Errors name the path and `flag`.
+void check_output_path(const std::string& path, const char* flag);
+
 /// First thing in main(): sets OPENBLAS_CORETYPE=Haswell and ATEN_CPU_CAPABILITY=avx2 where the CPU
 /// has AVX2 and FMA, unless the user set them or DOPPLER_NATIVE_KERNELS=1 (kernels.cpp says why), and
 /// when the OpenBLAS loaded before main runs other kernels, starts this program again with the same

@@ -6,6 +6,7 @@
 #include <doppler/runtime/json.hpp>
 #include <doppler/runtime/placer.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -42,7 +43,7 @@ struct reader {
     if (!v.is_number()) fail(errc::bad_type, p, "expected a number");
     double x = v.get<double>();
     if (!std::isfinite(x) || x < lo || x > hi)
-      fail(errc::bad_value, p, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      fail(errc::bad_value, p, fmt::format("must be in [{:g}, {:g}], got {}", lo, hi, v.dump()));  // 1e-12, not 0.000000
     out = x;
   }
   void integer(const json& j, const std::string& path, const char* key, int& out, int lo,
@@ -51,9 +52,11 @@ struct reader {
     const auto& v = j.at(key);
     std::string p = path.empty() ? key : path + "." + key;
     if (!v.is_number_integer()) fail(errc::bad_type, p, "expected an integer");
-    auto x = v.get<long long>();
+    // an unsigned value beyond long long's range reads as negative: compare it as what it is
+    const bool too_big = v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(hi);
+    auto x = too_big ? static_cast<long long>(hi) + 1 : v.get<long long>();
     if (x < lo || x > hi)
-      fail(errc::bad_value, p, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      fail(errc::bad_value, p, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
     out = static_cast<int>(x);
   }
   void boolean(const json& j, const std::string& path, const char* key, bool& out) const {

@@ -5,11 +5,12 @@
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <vector>
 #include <cmath>
+#include <vector>
 
 namespace doppler {
 
@@ -306,7 +307,11 @@ class graph_sax final : public nlohmann::json_sax<json> {
         default: return unexpected("a number");
       }
     }
-    if (depth_ == 4) return unexpected(from_integer ? "a number" : "a fractional number");
+    if (depth_ == 4) {  // an integral value here came as a float or beyond int64 (1e30, 2^64 − 1)
+      if (!from_integer && v == std::floor(v) && field_ != field::inputs)
+        return fail(errc::bad_value, elem_path(), fmt::format("must be an integer within 64 bits, got {:g}", v));
+      return unexpected(from_integer ? "a number" : "a fractional number");
+    }
     return unexpected("a number");
   }
 

@@ -80,6 +80,7 @@ int write_all(int fd, std::string_view text) {
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view text) {
+  if (path.empty()) throw error(errc::io, "", "", "an empty output path (give a file name, or - for stdout)");
   if (path == "-") {
     std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
     std::cout.flush();

@@ -297,6 +297,11 @@ TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget
   auto lonely = sh(cli + " run --graph " + (t / "g.json") + " --online");
   CHECK(lonely.code == 2);
   check_refused(cli + " run --graph " + (t / "g.json") + " --learner cp --explore 0.2", "needs --online");
+  // a state file into a missing directory: refused before the runs (it was found after them)
+  auto nodir = check_refused(cli + " run --graph " + (t / "g.json") + " --learner cp --online --repeat 3 --save-policy " +
+                                 (t / "no/such/s.json"),
+                             "--save-policy");
+  CHECK(nodir.out.find("runs,") == std::string::npos);
   auto help = sh(cli + " run --help");
   CHECK(help.out.find("--online") != std::string::npos);
   CHECK(help.out.find("--explore") != std::string::npos);

@@ -64,6 +64,16 @@ TEST_CASE("cli: workload, validate, info --json, convert, cluster") {
   r = run(d, "info --json chain.json");
   REQUIRE(r.rc == 0);
   CHECK(nlohmann::json::parse(r.out)["ops"].get<int>() == 76);
+  // convert never overwrites its input; an empty -o is an error, not the default name
+  const auto before = slurp(d / "chain.json");
+  r = run(d, "convert chain.json -o ./chain.json");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("is the input file") != std::string::npos);
+  CHECK(slurp(d / "chain.json") == before);
+  r = run(d, "workload ffnn -q -o ''");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--output") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(d / "ffnn.json"));
   r = run(d, "cluster dgx1-v100 -o c.json");
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   r = run(d, "validate c.json");

@@ -151,6 +151,8 @@ TEST_CASE("every validation error class is reported with file, JSON path and rea
        errc::bad_value, "ops[1].inputs"},
       {"duplicate unknown key", doc(R"({"id": "x", "kind": "input", "shape": [4], "note": 1, "note": 2})"), errc::bad_value,
        "ops[0].note"},
+      {"extent beyond 64 bits", doc(R"({"id": "x", "kind": "input", "shape": [18446744073709551615]})"), errc::bad_value,
+       "ops[0].shape[0]"},
       {"total FLOPs past a double", doc(R"({"id": "x", "kind": "input", "shape": [4], "flops": 1.7e308}, {"id": "y", "kind": "input", "shape": [4], "flops": 1.7e308})"),
        errc::bad_value, "ops[1].flops"},
       {"duplicate top-level key", R"({"format": "doppler-graph/1", "dtype": "f32", "dtype": "bf16", "ops": []})",

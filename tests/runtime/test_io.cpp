@@ -98,6 +98,7 @@ TEST_CASE("write_file_atomic: failures name the path") {
     }
   }
   CHECK(fs::is_directory(d.path / "dir"));
+  CHECK_THROWS_WITH_AS(write_file_atomic("", "x"), doctest::Contains("empty output path"), error);  // was a rename failure
 }
 
 TEST_CASE("read_file: a pipe is read whole, an endless device is an error naming it, not a hang") {
