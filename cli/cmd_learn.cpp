@@ -72,7 +72,10 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
   const bool tty = isatty(2);
   auto t0 = std::chrono::steady_clock::now();
   auto avg = std::make_shared<double>(-1);  // the moving average; -1 until the first row (which is not 1 on --resume)
+  auto phase = std::make_shared<std::string>();  // a new phase starts a new average (measured ≠ simulated)
   return [=](const learner::train_row& r) {
+    if (r.phase != *phase) *avg = -1;
+    *phase = r.phase;
     *avg = *avg < 0 ? r.makespan : 0.95 * *avg + 0.05 * r.makespan;
     const bool tick = r.episode == total || (total >= 10 && r.episode % (total / 10) == 0);
     if (!tty && !tick) return;

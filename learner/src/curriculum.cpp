@@ -72,9 +72,13 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   const json j = parse_json(text, file);  // malformed JSON or a repeated key: an error naming the file
   reader r{file};
   namespace L = train_limits;
+  // The tag first: a graph or cluster file given as --config is named as the wrong format, not by
+  // its first key the curriculum does not know.
+  if (!j.is_object() || !j.contains("format") || j["format"] != "doppler-curriculum/1")
+    r.fail(errc::bad_format_tag, "format",
+           "expected \"doppler-curriculum/1\"" +
+               (j.is_object() && j.contains("format") ? ", got " + j["format"].dump() : std::string()));
   r.keys(j, "", {"format", "phases", "imitation", "reinforce", "policy", "model", "seed"});
-  if (!j.contains("format") || j["format"] != "doppler-curriculum/1")
-    r.fail(errc::bad_format_tag, "format", "expected \"doppler-curriculum/1\"");
   auto& t = base.train;
   auto& p = base.policy;
   if (j.contains("phases")) {

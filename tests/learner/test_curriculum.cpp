@@ -84,6 +84,9 @@ TEST_CASE("curriculum errors name the path") {
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher_budget": 0}})") ==
         "imitation.teacher_budget");
   CHECK_THROWS_AS(parse_curriculum("{not json"), error);
+  CHECK_THROWS_WITH_AS(parse_curriculum(R"({"format": "doppler-graph/1", "dtype": "f32", "ops": []})", "g.json"),
+                       doctest::Contains("got \"doppler-graph/1\""), error);  // the format, not "dtype: unknown key"
+  CHECK_THROWS_AS(parse_curriculum("[1, 2]", "a.json"), error);
   CHECK_THROWS_WITH_AS(parse_curriculum(R"({"format": "doppler-curriculum/1", "phases": {"rl_episodes": 5, "rl_episodes": 9}})", "c.json"),
                        doctest::Contains("phases.rl_episodes"), error);  // a repeated key, not the last one silently
   // An unknown key's error names the keys that level accepts (a typo is found at once).
