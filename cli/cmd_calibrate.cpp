@@ -327,7 +327,7 @@ void calibrate_command(const calibrate_flags& f) {
     if (k == op_kind::synthetic || s.seconds.empty() || secs <= 0) continue;
     double fr = s.sum(s.flops) / secs, br = s.sum(s.bytes) / secs;
     bool by_bytes = false;
-    if (k != op_kind::matmul && !f.flops_only && br > 0)
+    if (k != op_kind::matmul && !f.flops_only && br >= 1e3)  // a cost table's least bandwidth (simulator.md)
       by_bytes = fr <= 0 || log_misfit(s.bytes, s.seconds, br) < log_misfit(s.flops, s.seconds, fr);
     if (by_bytes) {
       cm.set_efficiency(k, 1.0).set_bandwidth(k, br);
@@ -374,7 +374,7 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("-o,--output", f->out, "Cost table to write")->capture_default_str();
   cmd->add_option("--cluster-out", f->cluster_out, "Also write the calibrated cluster (doppler-cluster/1)");
   cmd->add_option("--rounds", f->rounds, "Measured rounds per workload")->capture_default_str();
-  cmd->add_option("--graph", f->graphs, "Time kernels on this graph (repeatable; default: the default workloads)");
+  cmd->add_option("--graph", f->graphs, "Time kernels on this graph (repeatable; default: the default workloads). One graph needs a matmul; synthetic ops above 1e11 FLOPs are refused");
   cmd->add_flag("--flops-only", f->flops_only, "Efficiencies only: no memory term, overhead or host_cores "
                                                "(the table before they existed)");
   cmd->add_option("--workers", f->workers,

@@ -280,7 +280,7 @@ void add_graph_commands(CLI::App& app) {
     auto* cmd = app.add_subcommand("convert", "Convert a paper-format .txt graph to doppler-graph/1");
     auto in = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
-    cmd->add_option("input", *in, "Paper-format graph (or a doppler-graph/1 file, rewritten canonically)")->required();
+    cmd->add_option("input", *in, "Paper-format graph (or a doppler-graph/1 file, rewritten canonically into -o)")->required();
     cmd->add_option("-o,--output", *out, "Output file (default: the input's name with .json; '-' for stdout)");
     cmd->callback([cmd, in, out] {
       if (cmd->count("--output") > 0 && out->empty())
@@ -288,8 +288,12 @@ void add_graph_commands(CLI::App& app) {
       graph g = load_graph(*in);
       std::string dest = out->empty() ? default_output(*in, ".json") : *out;
       std::error_code ec;
-      if (std::filesystem::equivalent(*in, dest, ec))  // false (with ec) when dest does not exist
-        throw error(errc::bad_argument, dest, "--output", "is the input file: convert writes a new file");
+      if (std::filesystem::equivalent(*in, dest, ec)) {  // false (with ec) when dest does not exist
+        if (cmd->count("--output") > 0)
+          throw error(errc::bad_argument, dest, "--output", "is the input file: convert writes a new file");
+        throw error(errc::bad_argument, *in, "",
+                    "the default output (the input's name with .json) is the input itself: give -o FILE");
+      }
       save_graph(g, dest);
       if (dest != "-") std::cout << fmt::format("wrote {}: {} ops, {} edges\n", dest, g.size(), g.edge_count());
     });

@@ -158,8 +158,8 @@ void add_train(CLI::App& app) {
       ->check(finite_in(0, learner::train_limits::select_margin_max))
       ->capture_default_str();
   cmd->add_option("--real-straggler", o->real_stragglers,
-                  "Phase III: DEVICE:FACTOR, this device of the runtime is FACTOR times slower (as `run "
-                  "--straggler`); phases I and II and the simulator are not told. Repeatable");
+                  "Phase III: DEVICE:FACTOR (FACTOR in [1, 1e6]), this device of the runtime is FACTOR times "
+                  "slower (as `run --straggler`); phases I and II and the simulator are not told. Repeatable");
   cmd->add_option("--real-backend", o->real_backend,
                   "Phase III: the runtime's kernels, as `run --backend`: cpu, emulate, null, or cuda (this machine's "
                   "GPU, each device a virtual device on it)")
@@ -250,6 +250,7 @@ void add_train(CLI::App& app) {
                   "Curriculum (doppler-curriculum/1 JSON, docs/learner.md); flags given explicitly override it");
   cmd->callback([o, cmd, cluster_opt, out_opt] {
     if (o->out == "-") throw error(errc::bad_argument, "", "--output", "a checkpoint is written to a file, not to stdout");
+    if (o->out.empty()) throw error(errc::bad_argument, "", "--output", "is empty: give the checkpoint's file name");
     check_output_path(o->out, "--output");
     check_output_path(o->csv, "--csv");
     check_output_path(o->svg, "--svg");

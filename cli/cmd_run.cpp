@@ -367,7 +367,7 @@ void add_run_commands(CLI::App& app) {
                                          "null (no work), cuda (this machine's GPU, each device a virtual device on "
                                          "it; outputs stay in GPU memory, copied device to device)")->capture_default_str();
   cmd->add_option("--costs", f->costs_file, "Cost table for the simulated prediction (doppler-costs/1)");
-  cmd->add_option("--timeout", f->timeout, "Seconds before a run fails (the process then exits at once: a kernel still running is abandoned, not waited for)")->capture_default_str();
+  cmd->add_option("--timeout", f->timeout, "Seconds before a run fails, in (0, 1e9] (the process then exits at once: a kernel still running is abandoned, not waited for)")->capture_default_str();
   cmd->add_option("--busy-wait", f->busy_wait, busy_wait_help)->capture_default_str();
   cmd->add_option("--trace", f->trace_file, "Write the last run's Chrome trace here");
   cmd->add_option("--scheduler", f->scheduler, "CAF scheduler: stealing or sharing")->capture_default_str();
@@ -391,7 +391,7 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--tls-key", f->tls_key, "TLS: the PEM key of --tls-cert");
   cmd->add_option("--tls-ca", f->tls_ca, "TLS: PEM CA file the peer's certificate must verify against");
   cmd->add_option("--straggler", f->stragglers,
-                  "DEVICE:FACTOR: make this (local) device FACTOR times slower — it waits (FACTOR-1) x each op's "
+                  "DEVICE:FACTOR (FACTOR in [1, 1e6]): make this (local) device FACTOR times slower — it waits (FACTOR-1) x each op's "
                   "time after the op; the simulated prediction is not told (simulate --straggler is). Repeatable");
   cmd->add_flag("--failover", f->failover, "When a worker is lost mid-run, re-place its ops on the surviving "
                                            "devices and run again instead of failing");

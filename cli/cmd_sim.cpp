@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -275,7 +276,16 @@ std::pair<device_index, double> parse_straggler(const std::string& s, const clus
 std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<std::string>& values, const cluster& c,
                                                               const std::string& flag) {
   std::vector<std::pair<device_index, double>> out;
-  for (const auto& v : values) out.push_back(parse_straggler(v, c, flag));
+  std::map<device_index, double> product;  // several entries for one device multiply: the product too is ≤ 1e6
+  for (const auto& v : values) {
+    const auto [d, f] = parse_straggler(v, c, flag);
+    double& p = product.try_emplace(d, 1.0).first->second;
+    p *= f;
+    if (!(p <= 1e6))
+      throw error(errc::bad_argument, "", flag,
+                  fmt::format("the factors of device '{}' multiply to {:g}, more than 1e6", c[d].id, p));
+    out.emplace_back(d, f);
+  }
   return out;
 }
 
@@ -376,7 +386,7 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--seed", o->seed, "Seed of the jitter (run i uses seed + i) and of the default cp placement")
         ->check(non_negative())
         ->capture_default_str();
-    cmd->add_option("--straggler", o->stragglers, "DEVICE:FACTOR, a device slowed down by FACTOR (repeatable)");
+    cmd->add_option("--straggler", o->stragglers, "DEVICE:FACTOR, a device slowed down by FACTOR in [1, 1e6] (repeatable; a device's factors multiply)");
     cmd->add_option("--trace", o->trace_file, "Write a Chrome trace (Perfetto) of the first run");
     cmd->add_flag("--json", o->json, "Print one JSON object");
     cmd->callback([o] {

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <type_traits>
 
@@ -319,8 +320,12 @@ class straggler_backend final : public backend {
       if (d >= factor_.size()) factor_.resize(d + 1, 1.0);
       factor_[d] *= f;
       if (!(f >= 1.0) || !(factor_[d] <= 1e6))  // beyond, the slowed wait's nanoseconds overflow
-        throw error(errc::bad_argument, "straggler backend: device " + std::to_string(d) +
-                                            "'s slowdown must be a number in [1, 1e6] (got " + std::to_string(f) + ")");
+      {
+        std::ostringstream m;  // %g-like: 1001, not 1001.000000
+        m << "straggler backend: device " << d << "'s slowdown must be a number in [1, 1e6] (got " << f
+          << "; its factors multiply to " << factor_[d] << ")";
+        throw error(errc::bad_argument, m.str());
+      }
     }
   }
   std::string_view name() const noexcept override { return inner_->name(); }

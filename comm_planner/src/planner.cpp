@@ -114,6 +114,7 @@ plan_result replan(const cluster& c, const network& net, const demand& d, const 
   std::vector<send> kept;
   for (const send& x : valid)
     if (carried.count(x.chunk)) kept.push_back(x);
+  detail::prune_unused(net, d, kept);  // a send to a device that neither needs nor forwards the chunk only blocks a link
   demand rest = d;
   rest.chunks.clear();
   for (const chunk& ch : d.chunks)

@@ -353,10 +353,13 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
       throw error(errc::bad_format_tag, path, "", "not a doppler policy checkpoint (its options are not 64-bit integers)");
     auto a = opts.accessor<std::int64_t, 1>();
     const char* size_names[4] = {"hidden", "steps", "proj", "mlp"};
-    for (int k = 0; k < 4; ++k)  // before the cast to int: 2^40 must not read as 0
-      if (a[k] < 1 || a[k] > std::numeric_limits<int>::max())
+    for (int k = 0; k < 4; ++k) {  // before the cast to int (2^40 must not read as 0); steps may be 0
+      const std::int64_t lo = k == 1 ? 0 : 1, hi = k == 1 ? policy_options::max_steps : policy_options::max_width;
+      if (a[k] < lo || a[k] > hi)
         throw error(errc::bad_value, path, "", std::string("network size ") + size_names[k] + " = " +
-                                                   std::to_string(a[k]) + " out of range");
+                                                   std::to_string(a[k]) + " is outside [" + std::to_string(lo) + ", " +
+                                                   std::to_string(hi) + "]");
+    }
     policy_options o;
     o.hidden = static_cast<int>(a[0]);
     o.steps = static_cast<int>(a[1]);
@@ -378,7 +381,7 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
     }
     torch::Tensor hint;
     const bool has_hint = ar.try_read("hint", hint);
-    torch::Tensor odigest;  // absent in checkpoints written before 2026-12-07
+    torch::Tensor odigest;  // absent in checkpoints written before 2026-12-06 (session 12)
     if (ar.try_read("options_digest", odigest) &&
         (odigest.numel() != 1 || odigest.item<std::int64_t>() != options_digest(opts, has_hint ? hint : torch::Tensor())))
       throw error(errc::bad_value, path, "", "the options do not match the checkpoint's checksum: the file is damaged");

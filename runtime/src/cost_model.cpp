@@ -5,6 +5,8 @@
 
 #include "json_util.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 namespace doppler {
@@ -56,7 +58,7 @@ cost_model::cost_model() {
 cost_model& cost_model::set_efficiency(op_kind k, double e) {
   if (!valid_efficiency(e))
     throw error(errc::bad_argument, "efficiency of " + std::string(to_string(k)) +
-                                        " must be in (0, 1], got " + std::to_string(e));
+                                        " must be in [1e-6, 1], got " + fmt::format("{:g}", e));
   efficiency_[static_cast<int>(k)] = e;
   return *this;
 }
@@ -64,21 +66,21 @@ cost_model& cost_model::set_efficiency(op_kind k, double e) {
 cost_model& cost_model::set_bandwidth(op_kind k, double b) {
   if (!valid_bandwidth(b))
     throw error(errc::bad_argument, "bandwidth of " + std::string(to_string(k)) +
-                                        " must be 0 (no memory term) or finite bytes/s >= 1e3, got " + std::to_string(b));
+                                        " must be 0 (no memory term) or finite bytes/s >= 1e3, got " + fmt::format("{:g}", b));
   bandwidth_[static_cast<int>(k)] = b;
   return *this;
 }
 
 cost_model& cost_model::set_overhead(double s) {
   if (!valid_overhead(s))
-    throw error(errc::bad_argument, "overhead must be seconds in [0, 1e3], got " + std::to_string(s));
+    throw error(errc::bad_argument, "overhead must be seconds in [0, 1e3], got " + fmt::format("{:g}", s));
   overhead_ = s;
   return *this;
 }
 
 cost_model& cost_model::set_host_cores(double c) {
   if (!valid_host_cores(c))
-    throw error(errc::bad_argument, "host_cores must be 0 (unlimited) or in [0.01, 1e6], got " + std::to_string(c));
+    throw error(errc::bad_argument, "host_cores must be 0 (unlimited) or in [0.01, 1e6], got " + fmt::format("{:g}", c));
   host_cores_ = c;
   return *this;
 }

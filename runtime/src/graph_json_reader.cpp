@@ -123,6 +123,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
       depth_ = 3;
       spec_ = op_spec{};
       seen_ = 0;
+      keyed_bits_ = 0;
       keyed_.clear();
       return true;
     }
@@ -176,10 +177,13 @@ class graph_sax final : public nlohmann::json_sax<json> {
       top_key_ = k;
       return true;
     }
-    if (std::find(keyed_.begin(), keyed_.end(), k) != keyed_.end())
-      return fail(errc::bad_value, op_path() + "." + k, "duplicate key \"" + k + "\"");
-    keyed_.push_back(k);
     field_ = field_of(k);
+    // known fields in a bit set (the hot path: no copy), unknown keys (rare) by name
+    const bool again = field_ == field::skip ? std::find(keyed_.begin(), keyed_.end(), k) != keyed_.end()
+                                             : (keyed_bits_ & bit(field_)) != 0;
+    if (again) return fail(errc::bad_value, op_path() + "." + k, "duplicate key \"" + k + "\"");
+    if (field_ == field::skip) keyed_.push_back(k);
+    else keyed_bits_ |= bit(field_);
     return true;
   }
 
@@ -308,7 +312,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
       }
     }
     if (depth_ == 4) {  // an integral value here came as a float or beyond int64 (1e30, 2^64 − 1)
-      if (!from_integer && v == std::floor(v) && field_ != field::inputs)
+      if (!from_integer && v == std::floor(v) && std::abs(v) >= 9.223372036854775808e18 && field_ != field::inputs)
         return fail(errc::bad_value, elem_path(), fmt::format("must be an integer within 64 bits, got {:g}", v));
       return unexpected(from_integer ? "a number" : "a fractional number");
     }
@@ -344,7 +348,8 @@ class graph_sax final : public nlohmann::json_sax<json> {
   graph_builder& builder_;
   op_spec spec_;
   std::string top_key_;
-  std::vector<std::string> top_keys_, keyed_;  // the keys seen at the top level and in the current op
+  std::vector<std::string> top_keys_, keyed_;  // the keys seen at the top level, the current op's unknown ones
+  unsigned keyed_bits_ = 0;                     // the current op's known fields seen (duplicate check)
   field field_ = field::none;
   unsigned seen_ = 0;
   int depth_ = 0;

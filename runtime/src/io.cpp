@@ -15,7 +15,7 @@
 
 namespace doppler {
 
-std::string read_file(const std::string& path) {
+std::string read_file(const std::string& path, std::size_t max_stream) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw error(errc::io, path, "", "is a directory, not a file");
@@ -35,10 +35,10 @@ std::string read_file(const std::string& path) {
     std::string piece(1 << 16, '\0');
     while (in.read(piece.data(), static_cast<std::streamsize>(piece.size())) || in.gcount() > 0) {
       text.append(piece.data(), static_cast<std::size_t>(in.gcount()));
-      if (text.size() > max_stream_bytes)
+      if (text.size() > max_stream)
         throw error(errc::io, path, "",
-                    "more than " + std::to_string(max_stream_bytes >> 20) +
-                        " MiB from a file that is not a regular file (a pipe or a device such as /dev/zero); "
+                    "more than " + std::to_string(max_stream) +
+                        " bytes from a file that is not a regular file (a pipe or a device such as /dev/zero); "
                         "write it to a regular file first");
       if (in.eof()) break;
     }

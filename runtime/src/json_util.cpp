@@ -11,20 +11,20 @@ namespace doppler {
 
 nlohmann::json parse_json(std::string_view text, const std::string& file) {
   using json = nlohmann::json;
-  // The containers still open, for the duplicate-key check and the path it names.
+  // The containers still open: an object's keys so far and its current key, an array's next index.
+  // The path to a repeated key is built from them only when there is one.
   struct frame {
     bool array = false;
-    std::string path;                      // "" the root, then .key and [i]
-    std::unordered_set<std::string> keys;  // an object's keys so far
-    std::string key;                       // an object's current key
-    std::size_t index = 0;                 // an array's next element
+    std::unordered_set<std::string> keys;
+    const std::string* key = nullptr;  // in `keys`: stable while the frame lives
+    std::size_t index = 0;
   };
   std::vector<frame> open;
-  auto join = [](const std::string& at, const std::string& key) { return at.empty() ? key : at + "." + key; };
-  auto child_path = [&]() -> std::string {
-    if (open.empty()) return "";
-    const frame& f = open.back();
-    return f.array ? f.path + "[" + std::to_string(f.index) + "]" : join(f.path, f.key);
+  auto path_to = [&](const std::string& last) {
+    std::string at;
+    for (std::size_t i = 0; i + 1 < open.size(); ++i)
+      at += open[i].array ? "[" + std::to_string(open[i].index) + "]" : (at.empty() ? "" : ".") + *open[i].key;
+    return at.empty() ? last : at + "." + last;
   };
   auto value_done = [&] {
     if (!open.empty() && open.back().array) ++open.back().index;
@@ -32,19 +32,16 @@ nlohmann::json parse_json(std::string_view text, const std::string& file) {
   auto cb = [&](int, json::parse_event_t ev, json& parsed) -> bool {
     switch (ev) {
       case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start: {
-        frame f;
-        f.array = ev == json::parse_event_t::array_start;
-        f.path = child_path();
-        open.push_back(std::move(f));
+      case json::parse_event_t::array_start:
+        open.emplace_back().array = ev == json::parse_event_t::array_start;
         break;
-      }
       case json::parse_event_t::key: {
         frame& f = open.back();
-        f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second)
-          throw error(errc::bad_value, file, join(f.path, f.key),
-                      "duplicate key \"" + f.key + "\" (a repeated key is an error, not a silent override)");
+        auto [it, fresh] = f.keys.insert(parsed.get_ref<const std::string&>());
+        if (!fresh)
+          throw error(errc::bad_value, file, path_to(*it),
+                      "duplicate key \"" + *it + "\" (a repeated key is an error, not a silent override)");
+        f.key = &*it;
         break;
       }
       case json::parse_event_t::object_end:

@@ -231,6 +231,15 @@ TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler 
   }
   std::filesystem::remove(bad);
   CHECK_THROWS_AS(policy::load(temp_path("missing.pt")), error);
+  // steps = 0 (no message passing) is a size train accepts: its checkpoint loads.
+  {
+    policy_options o0;
+    o0.steps = 0;
+    policy zero(o0);
+    zero.save(bad);
+    CHECK(policy::load(bad).options().steps == 0);
+    std::filesystem::remove(bad);
+  }
   // A directory is not a checkpoint: one line naming it, not a stream error.
   CHECK_THROWS_WITH_AS(policy::load(std::filesystem::temp_directory_path().string()), doctest::Contains("is a directory"),
                        error);

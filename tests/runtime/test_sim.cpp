@@ -400,6 +400,15 @@ TEST_CASE("an op or transfer that would take forever is an error naming the op a
   // when it is built, before the simulator's own check that a sum of transfers is finite.
   CHECK_THROWS_WITH_AS(make_graph({syn("a", {}, 1e9, 1e308), syn("b", {"a"}, 1e9, 1e308), syn("c", {"b"}, 1e9, 8)}),
                        doctest::Contains("past the largest double"), error);
+  // With finite totals: a's 9e307 B cross the 1 B/s link d0 -> d1 twice under wc (for b on d1 and,
+  // forwarded, for c on d2): each transfer is finite, their sequence is not.
+  cluster line3("line3",
+                {{"d0", device_kind::gpu, 1e12, 1e12, "h"}, {"d1", device_kind::gpu, 1e12, 1e12, "h"},
+                 {"d2", device_kind::gpu, 1e12, 1e12, "h"}},
+                {}, {{"d0", "d1", 1, 0, true}, {"d1", "d2", 1, 0, true}});
+  auto wide = make_graph({syn("a", {}, 1e9, 9e307), syn("b", {"a"}, 1e9, 8), syn("c", {"a"}, 1e9, 8)});
+  CHECK_THROWS_WITH_AS(simulate(wide, line3, place(wide, {{"a", 0}, {"b", 1}, {"c", 2}}), cm),
+                       doctest::Contains("not finite"), error);
 }
 
 TEST_CASE("chrome trace: one process per device and link, ops and transfers as complete events") {

@@ -84,7 +84,7 @@ class backend {
 /// `inner` runs on such a device, the calling thread sleeps (factor − 1) × the op's wall time, so the
 /// op occupies its device factor × as long while the host's cores stay free — a throttled or shared
 /// GPU, or the simulator's `--straggler`, on the real runtime (the simulator is not told: phase III's
-/// sim-to-real gap). Copies are unchanged. Throws errc::bad_argument for a factor < 1 or not finite.
+/// sim-to-real gap). Copies are unchanged. Throws errc::bad_argument for a factor < 1 or a device whose factors multiply past 1e6.
 std::shared_ptr<backend> make_straggler_backend(std::shared_ptr<backend> inner,
                                                 std::vector<std::pair<device_index, double>> slowdowns);
 

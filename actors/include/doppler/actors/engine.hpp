@@ -55,7 +55,7 @@ struct engine_options {
   std::string scheduler = "stealing";
   bool network = false;              ///< load CAF's middleman: devices in other processes (`attach_worker`, `worker`)
   transfer_options transfers;        ///< direct or planned multicast transfers
-  /// Devices made slower by a factor (make_straggler_backend around the backend): device → factor ≥ 1.
+  /// Devices made slower by a factor (make_straggler_backend around the backend): device → factor in [1, 1e6] (a device's factors multiply; their product too).
   std::vector<std::pair<device_index, double>> stragglers;
   /// TLS for `network` (CAF's openssl module): this side's PEM certificate and key, and the CA file
   /// peers' certificates must verify against (mutual authentication). All empty: plain TCP.

@@ -31,16 +31,18 @@ class cost_model {
   std::string to_json_text() const;
 
   double efficiency(op_kind k) const noexcept { return efficiency_[static_cast<int>(k)]; }
+  /// Efficiency in [1e-6, 1] (outside: errc::bad_argument, as for every setter's range).
   cost_model& set_efficiency(op_kind k, double e);
 
   /// Output bytes per second a kind's kernel sustains (the memory term); 0 = no memory term.
   double bandwidth(op_kind k) const noexcept { return bandwidth_[static_cast<int>(k)]; }
-  /// Sets the memory term of kind `k`: bytes/s, finite and > 0, or 0 to remove it.
+  /// Sets the memory term of kind `k`: bytes/s, finite and ≥ 1e3, or 0 to remove it.
   cost_model& set_bandwidth(op_kind k, double bytes_per_s);
-  /// Fixed seconds added to every op (dispatch, kernel launch); default 0.
+  /// Fixed seconds added to every op (dispatch, kernel launch), in [0, 1e3]; default 0.
   double overhead() const noexcept { return overhead_; }
   cost_model& set_overhead(double seconds);
-  /// Cores the devices of a host share (processor sharing in the `wc` simulator); 0 = unlimited.
+  /// Cores the devices of a host share (processor sharing in the `wc` simulator): 0 = unlimited, else
+  /// in [0.01, 1e6].
   double host_cores() const noexcept { return host_cores_; }
   cost_model& set_host_cores(double cores);
 

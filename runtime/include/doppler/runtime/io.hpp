@@ -13,8 +13,8 @@ namespace doppler {
 inline constexpr std::size_t max_stream_bytes = std::size_t{256} << 20;
 
 /// Reads a whole file; throws `error(errc::io)` naming the file when it cannot (a directory, a
-/// pipe or device giving more than `max_stream_bytes`).
-std::string read_file(const std::string& path);
+/// pipe or device giving more than `max_stream` bytes).
+std::string read_file(const std::string& path, std::size_t max_stream = max_stream_bytes);
 
 /// Writes `text` to `path` atomically: a temporary file beside the final target (symlinks are
 /// followed, so a link keeps pointing at the new file), flushed, renamed over it. An existing target
