@@ -4,66 +4,106 @@
 
 #include <cmath>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace doppler {
 
-nlohmann::json parse_json(std::string_view text, const std::string& file) {
+namespace {
+
+/// nlohmann's DOM, built through its SAX interface so that a key repeated within an object is an
+/// error: the key goes into the object's own map with try_emplace (no copy of every key into a
+/// set), and the JSON path to the repeat is put together only when there is one.
+class strict_dom final : public nlohmann::json_sax<nlohmann::json> {
+ public:
   using json = nlohmann::json;
-  // The containers still open: an object's keys so far and its current key, an array's next index.
-  // The path to a repeated key is built from them only when there is one.
-  struct frame {
-    bool array = false;
-    std::unordered_set<std::string> keys;
-    const std::string* key = nullptr;  // in `keys`: stable while the frame lives
-    std::size_t index = 0;
-  };
-  std::vector<frame> open;
-  auto path_to = [&](const std::string& last) {
-    std::string at;
-    for (std::size_t i = 0; i + 1 < open.size(); ++i)
-      at += open[i].array ? "[" + std::to_string(open[i].index) + "]" : (at.empty() ? "" : ".") + *open[i].key;
-    return at.empty() ? last : at + "." + last;
-  };
-  auto value_done = [&] {
-    if (!open.empty() && open.back().array) ++open.back().index;
-  };
-  auto cb = [&](int, json::parse_event_t ev, json& parsed) -> bool {
-    switch (ev) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        open.emplace_back().array = ev == json::parse_event_t::array_start;
-        break;
-      case json::parse_event_t::key: {
-        frame& f = open.back();
-        auto [it, fresh] = f.keys.insert(parsed.get_ref<const std::string&>());
-        if (!fresh)
-          throw error(errc::bad_value, file, path_to(*it),
-                      "duplicate key \"" + *it + "\" (a repeated key is an error, not a silent override)");
-        f.key = &*it;
-        break;
-      }
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        open.pop_back();
-        value_done();
-        break;
-      case json::parse_event_t::value:
-        value_done();
-        break;
-    }
+  explicit strict_dom(const std::string& file) : file_(file) {}
+  json root;
+
+  bool null() override { return put(json(nullptr)); }
+  bool boolean(bool v) override { return put(json(v)); }
+  bool number_integer(number_integer_t v) override { return put(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
+  bool number_float(number_float_t v, const string_t& text) override {
+    if (!std::isfinite(v)) throw error(errc::bad_json, file_, "", "number overflow parsing '" + excerpt(text) + "'");
+    return put(json(v));
+  }
+  bool string(string_t& v) override { return put(json(std::move(v))); }
+  bool binary(binary_t& v) override { return put(json::binary(std::move(v))); }
+  bool start_object(std::size_t) override {
+    open_.push_back({place(json::object()), nullptr});
     return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), cb);
-  } catch (const json::exception& e) {
-    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L, column C: ...";
-    // a number beyond double range ("1e999") is an out_of_range.406 error, not a parse_error.
+  }
+  bool key(string_t& k) override {
+    auto [it, fresh] = open_.back().node->get_ref<json::object_t&>().try_emplace(k);
+    if (!fresh)
+      throw error(errc::bad_value, file_, path_to(it->first),
+                  "duplicate key \"" + it->first + "\" (a repeated key is an error, not a silent override)");
+    open_.back().key = &it->first;
+    slot_ = &it->second;
+    return true;
+  }
+  bool end_object() override { return pop(); }
+  bool start_array(std::size_t) override {
+    open_.push_back({place(json::array()), nullptr});
+    return true;
+  }
+  bool end_array() override { return pop(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    // nlohmann's message reads "[json.exception.parse_error.101] parse error at line L, column C: ..."
     std::string what = e.what();
     auto pos = what.find("] ");
-    throw error(errc::bad_json, file, "", excerpt(pos == std::string::npos ? what : what.substr(pos + 2), 200));
+    throw error(errc::bad_json, file_, "", excerpt(pos == std::string::npos ? what : what.substr(pos + 2), 200));
   }
+
+ private:
+  struct frame {
+    json* node;
+    const std::string* key;  // an object's current key (a node of its map: stable)
+  };
+  /// Where the next value goes: the root, the end of the open array, or the open object's slot.
+  json* place(json&& v) {
+    if (open_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    json& top = *open_.back().node;
+    if (top.is_array()) {
+      auto& a = top.get_ref<json::array_t&>();
+      a.push_back(std::move(v));
+      return &a.back();  // stable: the array grows again only after this value is closed
+    }
+    *slot_ = std::move(v);
+    return slot_;
+  }
+  bool put(json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool pop() {
+    open_.pop_back();
+    return true;
+  }
+  std::string path_to(const std::string& last) const {
+    std::string at;
+    for (std::size_t i = 0; i + 1 < open_.size(); ++i) {
+      const json& n = *open_[i].node;
+      at += n.is_array() ? "[" + std::to_string(n.size() - 1) + "]" : (at.empty() ? "" : ".") + *open_[i].key;
+    }
+    return at.empty() ? last : at + "." + last;
+  }
+
+  const std::string& file_;
+  std::vector<frame> open_;
+  json* slot_ = nullptr;
+};
+
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text, const std::string& file) {
+  strict_dom dom(file);
+  if (!nlohmann::json::sax_parse(text.begin(), text.end(), &dom))  // a parse error has thrown already
+    throw error(errc::bad_json, file, "", "not JSON");
+  return std::move(dom.root);
 }
 
 }  // namespace doppler
