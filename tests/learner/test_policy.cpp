@@ -5,6 +5,7 @@
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/workloads.hpp>
 
 #include "learner_fixtures.hpp"
 
@@ -12,10 +13,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iterator>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 using namespace doppler;
@@ -243,6 +244,39 @@ TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler 
   // A directory is not a checkpoint: one line naming it, not a stream error.
   CHECK_THROWS_WITH_AS(policy::load(std::filesystem::temp_directory_path().string()), doctest::Contains("is a directory"),
                        error);
+}
+
+TEST_CASE("a checkpoint from before the options checksum loads and one whose options disagree with its weights does not") {
+  const std::string old = std::string(DOPPLER_TEST_DATA_DIR) + "/checkpoints/pre-options-checksum.pt";
+  policy pol = policy::load(old);
+  CHECK(pol.options().hidden == 8);
+  CHECK(pol.options().steps == 1);
+  CHECK(pol.options().proj == 4);
+  CHECK(pol.options().mlp == 8);
+  workload_params wp;  // the graph it was trained on
+  wp.dim = 32;
+  wp.matrices = 3;
+  wp.shards = 2;
+  const graph g = make_workload("chainmm", wp);
+  const cluster c = make_preset("cpu:2");
+  const cost_model cm;
+  problem pb(g, c, cm);
+  CHECK(pol.place(pb).device.size() == g.size());
+  // mlp 8 -> 16 in the stored options (int64, little-endian, as written): no options checksum to catch
+  // it in this old file, so the parameter shapes do (before: the rollout read past the weights).
+  std::string bytes;
+  {
+    std::ifstream in(old, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::int64_t sizes[4] = {8, 1, 4, 8}, patched[4] = {8, 1, 4, 16};
+  const auto at = bytes.find(std::string(reinterpret_cast<const char*>(sizes), sizeof sizes));
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, sizeof patched, reinterpret_cast<const char*>(patched), sizeof patched);
+  const std::string bad = temp_path("pre-options-patched.pt");
+  write_file_atomic(bad, bytes);
+  CHECK_THROWS_WITH_AS(policy::load(bad), doctest::Contains("its options give"), error);
+  std::filesystem::remove(bad);
 }
 
 TEST_CASE("a policy places other graphs on clusters of other sizes (transfer)") {
