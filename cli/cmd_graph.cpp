@@ -170,8 +170,7 @@ void add_graph_commands(CLI::App& app) {
       if (!t) throw error(errc::bad_argument, "", "--dtype", "unknown dtype '" + o->dtype + "' (f32, bf16, f16)");
       p.type = *t;
       graph g = make_workload(o->name, p);
-      if (cmd->count("--output") > 0 && o->out.empty())
-        throw error(errc::bad_argument, "", "--output", "is empty (give a file name, or - for stdout)");
+      check_output_given(*cmd, o->out);
       std::string out = o->out.empty() ? o->name + ".json" : o->out;
       save_graph(g, out);
       if (!o->quiet) {
@@ -283,8 +282,7 @@ void add_graph_commands(CLI::App& app) {
     cmd->add_option("input", *in, "Paper-format graph (or a doppler-graph/1 file, rewritten canonically into -o)")->required();
     cmd->add_option("-o,--output", *out, "Output file (default: the input's name with .json; '-' for stdout)");
     cmd->callback([cmd, in, out] {
-      if (cmd->count("--output") > 0 && out->empty())
-        throw error(errc::bad_argument, "", "--output", "is empty (give a file name, or - for stdout)");
+      check_output_given(*cmd, *out);
       graph g = load_graph(*in);
       std::string dest = out->empty() ? default_output(*in, ".json") : *out;
       std::error_code ec;

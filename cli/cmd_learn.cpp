@@ -250,7 +250,7 @@ void add_train(CLI::App& app) {
                   "Curriculum (doppler-curriculum/1 JSON, docs/learner.md); flags given explicitly override it");
   cmd->callback([o, cmd, cluster_opt, out_opt] {
     if (o->out == "-") throw error(errc::bad_argument, "", "--output", "a checkpoint is written to a file, not to stdout");
-    if (o->out.empty()) throw error(errc::bad_argument, "", "--output", "is empty: give the checkpoint's file name");
+    check_output_given(*cmd, o->out);
     check_output_path(o->out, "--output");
     check_output_path(o->csv, "--csv");
     check_output_path(o->svg, "--svg");

@@ -35,6 +35,9 @@ void add_learn_commands(CLI::App& app);
 /// any work is done (a training or a run that fails at its end on a typo loses its work); "" and
 /// "-" pass. Errors name the path and `flag`.
 void check_output_path(const std::string& path, const char* flag);
+/// Refuses `-o ''`: where an empty --output means "not given" (a default name follows) it must not
+/// be typed; errors name --output.
+void check_output_given(const CLI::App& cmd, const std::string& out);
 
 /// First thing in main(): sets OPENBLAS_CORETYPE=Haswell and ATEN_CPU_CAPABILITY=avx2 where the CPU
 /// has AVX2 and FMA, unless the user set them or DOPPLER_NATIVE_KERNELS=1 (kernels.cpp says why), and

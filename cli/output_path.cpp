@@ -21,4 +21,9 @@ void check_output_path(const std::string& path, const char* flag) {
   if (std::filesystem::is_directory(path, ec)) throw error(errc::bad_argument, path, flag, "is a directory");
 }
 
+void check_output_given(const CLI::App& cmd, const std::string& out) {
+  if (cmd.count("--output") > 0 && out.empty())
+    throw error(errc::bad_argument, "", "--output", "is empty: give a file name");
+}
+
 }  // namespace doppler::cli

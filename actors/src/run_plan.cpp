@@ -319,8 +319,7 @@ class straggler_backend final : public backend {
     for (auto [d, f] : slowdowns) {
       if (d >= factor_.size()) factor_.resize(d + 1, 1.0);
       factor_[d] *= f;
-      if (!(f >= 1.0) || !(factor_[d] <= 1e6))  // beyond, the slowed wait's nanoseconds overflow
-      {
+      if (!(f >= 1.0) || !(factor_[d] <= 1e6)) {  // beyond, the slowed wait's nanoseconds overflow
         std::ostringstream m;  // %g-like: 1001, not 1001.000000
         m << "straggler backend: device " << d << "'s slowdown must be a number in [1, 1e6] (got " << f
           << "; its factors multiply to " << factor_[d] << ")";

@@ -13,7 +13,7 @@ constexpr const char* demand_tag = "doppler-demand/1";
 
 demand parse_demand(std::string_view text, const cluster& c, const std::string& file) {
   using namespace detail;
-  json root = doppler::detail::parse_json(text, file);
+  json root = doppler::parse_json(text, file);
   json_reader r(file);
   r.expect_format(root, demand_tag);
   node_names names(c);

@@ -19,7 +19,7 @@ constexpr const char* schedule_tag = "doppler-schedule/1";
 
 schedule parse_schedule(std::string_view text, const cluster& c, const std::string& file) {
   using namespace detail;
-  json root = doppler::detail::parse_json(text, file);
+  json root = doppler::parse_json(text, file);
   json_reader r(file);
   r.expect_format(root, schedule_tag);
   node_names names(c);

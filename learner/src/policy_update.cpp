@@ -4,12 +4,11 @@
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
+#include <doppler/runtime/op.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -34,12 +33,6 @@ std::int64_t options_digest(const torch::Tensor& options, const torch::Tensor& h
   detail::hash_tensor(h, options);
   if (hint.defined()) detail::hash_tensor(h, hint);
   return static_cast<std::int64_t>(h.digest());
-}
-
-std::string shape_text(const std::vector<std::int64_t>& s) {
-  std::string t = "[";
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
 }
 
 /// FNV-1a over the bytes of every parameter and buffer of `m` (in registration order) and of
@@ -352,14 +345,11 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
     if (opts.scalar_type() != torch::kLong || opts.dim() != 1)
       throw error(errc::bad_format_tag, path, "", "not a doppler policy checkpoint (its options are not 64-bit integers)");
     auto a = opts.accessor<std::int64_t, 1>();
-    const char* size_names[4] = {"hidden", "steps", "proj", "mlp"};
-    for (int k = 0; k < 4; ++k) {  // before the cast to int (2^40 must not read as 0); steps may be 0
-      const std::int64_t lo = k == 1 ? 0 : 1, hi = k == 1 ? policy_options::max_steps : policy_options::max_width;
-      if (a[k] < lo || a[k] > hi)
-        throw error(errc::bad_value, path, "", std::string("network size ") + size_names[k] + " = " +
-                                                   std::to_string(a[k]) + " is outside [" + std::to_string(lo) + ", " +
-                                                   std::to_string(hi) + "]");
-    }
+    // The policy's constructor checks the sizes' ranges (checked_sizes); here only that they survive
+    // the cast to int (2^40 must not read as 0).
+    for (int k = 0; k < 4; ++k)
+      if (a[k] < 0 || a[k] > std::numeric_limits<int>::max())
+        throw error(errc::bad_value, path, "", "network size " + std::to_string(a[k]) + " is not an int");
     policy_options o;
     o.hidden = static_cast<int>(a[0]);
     o.steps = static_cast<int>(a[1]);
@@ -410,15 +400,15 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
     ar.read("net", net_ar);
     // Module::load adopts each stored tensor's shape; the kernels index by the options' sizes, so a
     // parameter that does not have the shape the options give is a damaged file, not a policy.
-    std::vector<std::vector<std::int64_t>> shapes;
+    std::vector<shape_t> shapes;
     for (const auto& t : pol.impl_->model->parameters()) shapes.push_back(t.sizes().vec());
     pol.impl_->model->load(net_ar);
     const auto params = pol.impl_->model->parameters();
     for (std::size_t k = 0; k < params.size(); ++k)
       if (params[k].sizes().vec() != shapes[k])
         throw error(errc::bad_value, path, "",
-                    "parameter " + std::to_string(k) + " has shape " + shape_text(params[k].sizes().vec()) +
-                        ", its options give " + shape_text(shapes[k]) + ": the file is damaged");
+                    "parameter " + std::to_string(k) + " has shape " + doppler::to_string(params[k].sizes().vec()) +
+                        ", its options give " + doppler::to_string(shapes[k]) + ": the file is damaged");
     if (ar.try_read("adam", adam_ar)) pol.impl_->adam->load(adam_ar);
     torch::Tensor lr;  // absent: no active search (checkpoints before 2026-12-04 too)
     if (ar.try_read("active_search", lr)) {

@@ -42,7 +42,7 @@ link_spec read_link(const json_reader& r, const json& v, const std::string& p) {
 }  // namespace
 
 cluster parse_cluster(std::string_view text, const std::string& file) {
-  json root = detail::parse_json(text, file);
+  json root = parse_json(text, file);
   json_reader r(file);
   r.expect_format(root, format_tag);
   std::string name = r.opt_string(root, "name", "").value_or("");

@@ -88,7 +88,7 @@ cost_model& cost_model::set_host_cores(double c) {
 cost_model cost_model::parse(std::string_view text, const std::string& file) {
   using detail::json;
   using detail::json_reader;
-  json root = detail::parse_json(text, file);
+  json root = parse_json(text, file);
   json_reader r(file);
   r.expect_format(root, format_tag);
   auto it = root.find("efficiency");

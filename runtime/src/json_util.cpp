@@ -110,8 +110,6 @@ nlohmann::json parse_json(std::string_view text, const std::string& file) {
 
 namespace doppler::detail {
 
-json parse_json(std::string_view text, const std::string& file) { return doppler::parse_json(text, file); }
-
 void json_reader::expect_format(const json& root, std::string_view tag) const {
   if (!root.is_object()) fail(errc::bad_type, "", "the document must be a JSON object");
   auto it = root.find("format");

@@ -1,8 +1,9 @@
 #pragma once
-// Private helpers for the DOM-based readers (cluster, placement, ...): parse with line/column in
-// errors, and typed field access that names the file, the JSON path and the reason.
+// Private helpers for the DOM-based readers (cluster, placement, ...): typed field access that names
+// the file, the JSON path and the reason; parsing is doppler::parse_json (doppler/runtime/json.hpp).
 
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/json.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -14,9 +15,6 @@
 namespace doppler::detail {
 
 using json = nlohmann::json;
-
-/// Parses JSON text; malformed text throws bad_json naming the file with line and column.
-json parse_json(std::string_view text, const std::string& file);
 
 /// Reads typed fields of JSON objects, reporting errors against one file.
 class json_reader {

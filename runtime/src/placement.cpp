@@ -89,7 +89,7 @@ std::string to_json_text(const placement& p, const graph& g, const cluster& c) {
 
 placement parse_placement(std::string_view text, const graph& g, const cluster& c,
                           const std::string& file) {
-  json root = detail::parse_json(text, file);
+  json root = parse_json(text, file);
   json_reader r(file);
   r.expect_format(root, format_tag);
   placement p;
