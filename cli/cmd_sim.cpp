@@ -22,10 +22,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -237,7 +239,16 @@ nlohmann::json compare_row(const std::string& name, const std::vector<double>& s
 
 CLI::Validator non_negative() {
   return CLI::Validator(
-      [](std::string& s) { return !s.empty() && s[0] == '-' ? "must be >= 0, got " + s : std::string(); }, "N >= 0");
+      [](std::string& s) {
+        if (!s.empty() && s[0] == '-') return "must be >= 0, got " + s;
+        // A decimal beyond 2^64 - 1 would be clamped to it without a word.
+        std::uint64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc::result_out_of_range)
+          return "must be at most " + std::to_string(std::numeric_limits<std::uint64_t>::max()) + ", got " + s;
+        return std::string();
+      },
+      "N >= 0");
 }
 
 void check_streams_flag(int streams) {

@@ -59,7 +59,8 @@ std::pair<device_index, double> parse_straggler(const std::string& s, const clus
 std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<std::string>& values, const cluster& c,
                                                               const std::string& flag = "--straggler");
 
-/// A CLI11 check for unsigned options: CLI11 would wrap "-1" to 2^64 - 1 without a word (cmd_sim.cpp).
+/// A CLI11 check for unsigned 64-bit options (the seeds): CLI11 would wrap "-1" to 2^64 - 1 and clamp
+/// a decimal beyond 2^64 - 1 to it without a word (cmd_sim.cpp).
 CLI::Validator non_negative();
 /// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per
 /// device); errc::bad_argument naming the flag otherwise (cmd_sim.cpp).

@@ -4,6 +4,7 @@
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/json.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -307,16 +308,25 @@ class graph_sax final : public nlohmann::json_sax<json> {
         case field::bytes: spec_.bytes = v; return true;
         case field::axis:
         case field::start:
-        case field::end: return unexpected("a fractional number");
+        case field::end:
+          if (!from_integer && v == std::floor(v) && std::abs(v) < 9.223372036854775808e18)
+            return fail(errc::bad_type, field_path(), float_integer(v));
+          return unexpected("a fractional number");
         default: return unexpected("a number");
       }
     }
     if (depth_ == 4) {  // an integral value here came as a float or beyond int64 (1e30, 2^64 − 1)
       if (!from_integer && v == std::floor(v) && std::abs(v) >= 9.223372036854775808e18 && field_ != field::inputs)
         return fail(errc::bad_value, elem_path(), fmt::format("must be an integer within 64 bits, got {:g}", v));
+      if (!from_integer && v == std::floor(v) && field_ == field::shape) return fail(errc::bad_type, elem_path(), float_integer(v));
       return unexpected(from_integer ? "a number" : "a fractional number");
     }
     return unexpected("a number");
+  }
+
+  // An integral value written as a float (128.0, 1.28e2): named as such, not as "a fractional number".
+  static std::string float_integer(double v) {
+    return fmt::format("must be written as an integer ({:.0f}, not {:.1f} or another floating-point form)", v, v);
   }
 
   bool finish_op() {
@@ -363,6 +373,7 @@ class graph_sax final : public nlohmann::json_sax<json> {
 }  // namespace
 
 graph parse_graph(std::string_view text, const std::string& file) {
+  reject_nul_bytes(text, file);
   graph_builder builder;
   graph_sax sax(builder);
   sax.reserve_hint = text.size() / 80 + 16;  // a typical op takes 60-100 bytes of JSON

@@ -2,6 +2,7 @@
 
 #include <doppler/runtime/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -99,7 +100,20 @@ class strict_dom final : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
+void reject_nul_bytes(std::string_view text, const std::string& file) {
+  const auto at = text.find('\0');
+  if (at == std::string_view::npos) return;
+  const auto before = text.substr(0, at);
+  const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+  const auto last_newline = before.rfind('\n');
+  const auto column = 1 + (last_newline == std::string_view::npos ? at : at - last_newline - 1);
+  throw error(errc::bad_json, file, "",
+              "a NUL byte at line " + std::to_string(line) + ", column " + std::to_string(column) +
+                  " (byte " + std::to_string(at) + "): not JSON text");
+}
+
 nlohmann::json parse_json(std::string_view text, const std::string& file) {
+  reject_nul_bytes(text, file);
   strict_dom dom(file);
   if (!nlohmann::json::sax_parse(text.begin(), text.end(), &dom))  // a parse error has thrown already
     throw error(errc::bad_json, file, "", "not JSON");

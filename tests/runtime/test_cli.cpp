@@ -375,6 +375,13 @@ TEST_CASE("cli: --streams, --jitter, --budget and --seed are range-checked") {
   r = run(d, "simulate --graph tiny.json --cluster p100x4 --seed -1 --json");
   CHECK(r.rc == 2);
   CHECK(r.out.empty());
+  // 2^64 - 1 is a seed; one more is refused, not clamped to it
+  r = run(d, "place --graph tiny.json --cluster p100x4 --seed 18446744073709551615 -o p.json");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  r = run(d, "place --graph tiny.json --cluster p100x4 --seed 18446744073709551616 -o p.json");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("--seed") != std::string::npos);
+  CHECK(r.err.find("at most 18446744073709551615") != std::string::npos);
 }
 
 TEST_CASE("cli: metis keeps stdout clean for -o - and compare --json") {

@@ -225,6 +225,45 @@ TEST_CASE("every validation error class is reported with file, JSON path and rea
   }
 }
 
+TEST_CASE("an integral extent or axis written as a float is named as such") {
+  auto message = [](const char* ops) {
+    try {
+      parse_ops(ops);
+    } catch (const error& e) {
+      CHECK(e.code() == errc::bad_type);
+      return std::string(e.what());
+    }
+    FAIL("accepted: ", ops);
+    return std::string();
+  };
+  for (const char* extent : {"4.0", "4e0", "0.4e1"}) {
+    CAPTURE(extent);
+    std::string m = message((R"({"id": "a", "kind": "input", "shape": [2, )" + std::string(extent) + "]}").c_str());
+    CHECK(m.find("ops[0].shape[1]") != std::string::npos);
+    CHECK(m.find("must be written as an integer (4, not 4.0") != std::string::npos);
+  }
+  std::string m = message(R"({"id": "a", "kind": "input", "shape": [4]}, {"id": "c", "kind": "concat", "inputs": ["a"], "shape": [4], "axis": 0.0})");
+  CHECK(m.find("ops[1].axis") != std::string::npos);
+  CHECK(m.find("(0, not 0.0") != std::string::npos);
+  m = message(R"({"id": "a", "kind": "input", "shape": [4.5]})");
+  CHECK(m.find("a fractional number") != std::string::npos);
+}
+
+TEST_CASE("a NUL byte in a graph file is an error, also after a whole document") {
+  const std::string whole = R"({"format": "doppler-graph/1", "ops": [{"id": "x", "kind": "input", "shape": [4]}]})";
+  CHECK(parse_graph(whole, "g.json").size() == 1);
+  for (const std::string& t : {whole + std::string("\0trailing", 9), std::string(100, '\0')}) {
+    try {
+      parse_graph(t, "g.json");
+      FAIL("accepted");
+    } catch (const error& e) {
+      CHECK(e.code() == errc::bad_json);
+      CHECK(std::string(e.what()).find("g.json") == 0);
+      CHECK(std::string(e.what()).find("a NUL byte at line 1") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("a cycle error names one op on the cycle and the cycle itself") {
   try {
     parse_ops(R"({"id": "x", "kind": "input", "shape": [4]},

@@ -116,6 +116,24 @@ TEST_CASE("placement: bad inputs name the error class and the JSON path") {
              "format");
   expect_bad(R"({"format": "doppler-placement/1", "assignment": {}, "extra": [0, {"k": 1, "k": 2}]})", errc::bad_value,
              "extra[1].k");
+  // nlohmann's lexer ends the input at a NUL byte: a whole placement, then a NUL and anything, once
+  // parsed; a NUL inside the document read as "unexpected end of input".
+  const std::string whole =
+      text(R"({"x": ")" + dev(0) + R"(", "h": ")" + dev(0) + R"(", "a": ")" + dev(1) + R"(", "s": ")" + dev(1) + "\"}");
+  CHECK_NOTHROW(parse_placement(whole, g, c, "p.json"));
+  for (const std::string& t : {whole + std::string("\0{junk", 6), std::string("\n\n  \0", 5) + whole}) {
+    expect_bad(t, errc::bad_json, "");
+    try {
+      parse_placement(t, g, c, "p.json");
+    } catch (const error& e) {
+      CHECK(std::string(e.what()).find("a NUL byte at line") != std::string::npos);
+    }
+  }
+  try {
+    parse_placement(std::string("\n\n  \0", 5) + whole, g, c, "p.json");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("line 3, column 3 (byte 4)") != std::string::npos);
+  }
 }
 
 TEST_CASE("placement: check_placement rejects incomplete and inconsistent placements") {

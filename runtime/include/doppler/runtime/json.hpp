@@ -13,4 +13,10 @@ namespace doppler {
 /// `error(errc::bad_value)` naming the file, the key and the object it repeats in.
 nlohmann::json parse_json(std::string_view text, const std::string& file);
 
+/// nlohmann's lexer takes a NUL byte for the end of the input, so a document followed by a NUL and
+/// anything at all would parse, and one cut by a NUL would report "unexpected end of input". Throws
+/// `error(errc::bad_json)` naming `file` and the line and column of the first NUL byte, if any
+/// (parse_json and the graph reader call it first).
+void reject_nul_bytes(std::string_view text, const std::string& file);
+
 }  // namespace doppler
