@@ -153,6 +153,10 @@ TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
   CHECK(sh(cli + " worker --devices cpu:2 --listen nonsense").code == 2);
   CHECK(sh(cli + " worker --devices cpu:2 --listen 127.0.0.1:99999").code == 2);
   CHECK(sh(cli + " worker --listen 127.0.0.1:0").code == 2);  // nothing to serve
+  // emulated kernels time with the worker's own cluster: anonymous devices are refused at once
+  auto emulate = sh(cli + " worker --devices cpu:2 --backend emulate --listen 127.0.0.1:0");
+  CHECK(emulate.code == 2);
+  CHECK(emulate.out.find("needs named devices") != std::string::npos);
   auto bad_host = sh(cli + " worker --devices cpu:2 --listen 203.0.113.7:0");  // not an address of this host
   CHECK(bad_host.code != 0);
   CHECK(bad_host.out.find("203.0.113.7") != std::string::npos);
