@@ -18,7 +18,7 @@
 // Weight-like inputs (0-FLOP ops with no producers and one consumer) always sit on their consumer's
 // device. Acceptance: m <= m0, else with probability exp(-(m - m0) / T), T decaying geometrically
 // from 0.04 m_start to 4e-5 m_start over the iterations. Deterministic for a seed; prints the best
-// makespan every 10% and writes the best placement seen.
+// makespan every 10% and writes the best placement seen. tests/runtime/test_anneal_probe.cpp runs it.
 
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
