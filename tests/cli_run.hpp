@@ -26,18 +26,23 @@ inline std::string slurp(const std::string& f) {
   return ss.str();
 }
 
-/// Runs `doppler ARGS` in `dir`; `env`, when given, are arguments of env(1) that change its
+/// Runs `PROGRAM ARGS` in `dir`; `env`, when given, are arguments of env(1) that change its
 /// environment first (e.g. "-u OPENBLAS_CORETYPE", "OPENBLAS_CORETYPE=Zen").
-inline result run(const temp_dir& dir, const std::string& args, const std::string& env = "") {
+inline result run_program(const std::string& program, const temp_dir& dir, const std::string& args,
+                          const std::string& env = "") {
   const std::string cmd = "cd '" + dir.path.string() + "' && " + (env.empty() ? "" : "env " + env + " ") +
-                          "timeout 60 '" + std::string(DOPPLER_CLI_PATH) + "' " +
-                          args + " >" + (dir / "_out") + " 2>" + (dir / "_err");
+                          "timeout 60 '" + program + "' " + args + " >" + (dir / "_out") + " 2>" + (dir / "_err");
   const int status = std::system(cmd.c_str());
   result r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = slurp(dir / "_out");
   r.err = slurp(dir / "_err");
   return r;
+}
+
+/// Runs `doppler ARGS` in `dir` (run_program with the built CLI).
+inline result run(const temp_dir& dir, const std::string& args, const std::string& env = "") {
+  return run_program(DOPPLER_CLI_PATH, dir, args, env);
 }
 
 }  // namespace cli_run

@@ -18,14 +18,7 @@ using namespace doppler;
 namespace {
 
 cli_run::result probe(const temp_dir& d, const std::string& args) {
-  const std::string cmd = "cd '" + d.path.string() + "' && timeout 60 '" + std::string(DOPPLER_ANNEAL_PROBE_PATH) +
-                          "' " + args + " >" + (d / "_out") + " 2>" + (d / "_err");
-  const int status = std::system(cmd.c_str());
-  cli_run::result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = cli_run::slurp(d / "_out");
-  r.err = cli_run::slurp(d / "_err");
-  return r;
+  return cli_run::run_program(DOPPLER_ANNEAL_PROBE_PATH, d, args);
 }
 
 }  // namespace
