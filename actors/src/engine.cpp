@@ -7,6 +7,7 @@
 #include <doppler/actors/engine.hpp>
 #include <doppler/actors/learner.hpp>
 #include <doppler/actors/run_plan.hpp>
+#include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/sim.hpp>
 
@@ -399,6 +400,16 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
   if (failed.empty() && (info.devices.empty() || info.devices.size() != info.ids.size()))
     failed = "serves no devices";
   if (!failed.empty()) throw run_failure(where + ": " + failed, std::nullopt, std::nullopt);
+  if (!info.emulated_cluster.empty() && info.emulated_cluster != to_json_text(c)) {
+    std::string theirs = "another cluster";
+    try {
+      theirs = "cluster '" + parse_cluster(info.emulated_cluster, where).name() + "'";
+    } catch (const error&) {
+    }
+    throw error(errc::bad_argument, where + " emulates its kernels with the rates of its own " + theirs +
+                                        ", not the run's cluster '" + c.name() +
+                                        "': start it with the run's cluster (--cluster) to emulate this run");
+  }
 
   // Introduce it to the other workers this engine holds (protocol.hpp, `peer`): their devices send
   // tensors to each other over a connection of their own, which outlives this engine's process.

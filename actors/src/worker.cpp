@@ -111,15 +111,10 @@ struct worker::impl {
 worker::worker(cluster c, std::vector<device_index> devices, engine_options opt, worker_options w)
     : impl_(std::make_unique<impl>(std::move(c), std::move(opt))) {
   if (devices.empty()) throw error(errc::bad_argument, "worker: no devices to serve");
-  // Emulated kernels take their times from the worker's cluster: anonymous devices (which take any
-  // run's devices in order) would time a run on another cluster with this one's rates, silently.
-  if (!w.named && !impl_->opt.custom_backend && impl_->opt.backend == "emulate")
-    throw error(errc::bad_argument,
-                "worker: --backend emulate needs named devices (--cluster with --devices ids or --name): its "
-                "kernel times come from the worker's cluster, and anonymous devices take a run's devices "
-                "whatever its cluster");
   actors::worker_info info;
   info.ok = true;
+  // Emulated kernels take their times from this cluster: the engine refuses a run on another one.
+  if (!impl_->opt.custom_backend && impl_->opt.backend == "emulate") info.emulated_cluster = to_json_text(*impl_->c);
   info.name = w.name.empty() ? impl_->c->name() : w.name;
   info.named = w.named;
   for (device_index d : devices)

@@ -21,10 +21,11 @@ using shell::cli;
 using shell::check_refused;
 using shell::sh;
 
-/// Starts `doppler worker --devices cpu:2` in the background (its output in t/w.log, so that sh() does
-/// not wait for it; `timeout` bounds its life; its pid in t/w.pid) and returns its HOST:PORT.
-std::string start_worker(const temp_dir& t) {
-  REQUIRE(sh("(timeout 300 " + cli + " worker --devices cpu:2 > " + (t / "w.log") + " 2>&1 & echo $! > " +
+/// Starts `doppler worker ARGS` (default `--devices cpu:2`) in the background (its output in t/w.log,
+/// so that sh() does not wait for it; `timeout` bounds its life; its pid in t/w.pid) and returns its
+/// HOST:PORT.
+std::string start_worker(const temp_dir& t, const std::string& args = "--devices cpu:2") {
+  REQUIRE(sh("(timeout 300 " + cli + " worker " + args + " > " + (t / "w.log") + " 2>&1 & echo $! > " +
              (t / "w.pid") + ")").code == 0);
   std::string at;
   for (int k = 0; k < 100 && at.empty(); ++k) {
@@ -153,16 +154,27 @@ TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
   CHECK(sh(cli + " worker --devices cpu:2 --listen nonsense").code == 2);
   CHECK(sh(cli + " worker --devices cpu:2 --listen 127.0.0.1:99999").code == 2);
   CHECK(sh(cli + " worker --listen 127.0.0.1:0").code == 2);  // nothing to serve
-  // emulated kernels time with the worker's own cluster: anonymous devices are refused at once
-  auto emulate = sh(cli + " worker --devices cpu:2 --backend emulate --listen 127.0.0.1:0");
-  CHECK(emulate.code == 2);
-  CHECK(emulate.out.find("needs named devices") != std::string::npos);
   auto bad_host = sh(cli + " worker --devices cpu:2 --listen 203.0.113.7:0");  // not an address of this host
   CHECK(bad_host.code != 0);
   CHECK(bad_host.out.find("203.0.113.7") != std::string::npos);
   auto help = sh(cli + " worker --help");
   CHECK(help.out.find("--listen") != std::string::npos);
   CHECK(help.out.find("--token") != std::string::npos);
+}
+
+TEST_CASE("doppler worker --backend emulate times with its own cluster: a run on another cluster is refused") {
+  temp_dir t;
+  REQUIRE(sh(cli + " workload chainmm --dim 32 -o " + (t / "g.json")).code == 0);
+  std::string at = start_worker(t, "--cluster p100x4 --devices gpu0 gpu1 gpu2 gpu3 --backend emulate");
+  std::string run = cli + " run --graph " + (t / "g.json") + " --json --warmup 0 --workers " + at;
+  auto same = sh(run + " --cluster p100x4");
+  CHECK_MESSAGE(same.code == 0, same.out);
+  // the ids gpu0..gpu3 exist on the DGX-1 too: once the run went ahead, timed with P100 rates
+  auto other = sh(run + " --cluster dgx1-v100");
+  CHECK(other.code == 2);
+  CHECK(other.out.find("emulates its kernels with the rates of its own cluster 'p100x4'") != std::string::npos);
+  CHECK(other.out.find("'dgx1-v100'") != std::string::npos);
+  CHECK(sh("kill $(cat " + (t / "w.pid") + ")").code == 0);
 }
 
 TEST_CASE("doppler run --workers: two runs at once on one worker both finish and the later one waits its turn") {

@@ -208,6 +208,9 @@ struct worker_info {
   bool named = false;
   std::vector<std::string> ids;       ///< one per served device
   std::vector<caf::actor> devices;    ///< the device actors (device_actor handles, type-erased)
+  /// Non-empty when the worker's kernels are emulated: its own cluster (doppler-cluster/1 text), whose
+  /// rates time them; a run on another cluster is refused (its devices would be timed wrongly).
+  std::string emulated_cluster;
 };
 
 /// What the learner actor is asked about: a graph on a cluster (process-local, shared, immutable).
@@ -369,7 +372,8 @@ typename Inspector::result_type inspect(Inspector& f, plan_text& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worker_info& x) {
-  return f(caf::meta::type_name("worker_info"), x.ok, x.refusal, x.name, x.named, x.ids, x.devices);
+  return f(caf::meta::type_name("worker_info"), x.ok, x.refusal, x.name, x.named, x.ids, x.devices,
+           x.emulated_cluster);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_done_msg& x) {
