@@ -240,8 +240,11 @@ nlohmann::json compare_row(const std::string& name, const std::vector<double>& s
 CLI::Validator non_negative() {
   return CLI::Validator(
       [](std::string& s) {
-        if (!s.empty() && s[0] == '-') return "must be >= 0, got " + s;
-        // A decimal beyond 2^64 - 1 would be clamped to it without a word.
+        if (s.find('-') != std::string::npos) return "must be >= 0, got " + s;
+        // Digits only: CLI11 reads "+5", " 5" and "0x10" too, and would clamp what lies beyond
+        // 2^64 - 1 (or wrap " -1") without a word.
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+          return "must be a decimal integer (digits only), got '" + s + "'";
         std::uint64_t v = 0;
         auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
         if (ec == std::errc::result_out_of_range)

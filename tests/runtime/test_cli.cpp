@@ -382,6 +382,12 @@ TEST_CASE("cli: --streams, --jitter, --budget and --seed are range-checked") {
   CHECK(r.rc == 2);
   CHECK(r.err.find("--seed") != std::string::npos);
   CHECK(r.err.find("at most 18446744073709551615") != std::string::npos);
+  for (const char* seed : {"+18446744073709551616", "' 18446744073709551616'", "0x10000000000000000", "' -1'", "+5"}) {
+    CAPTURE(seed);
+    r = run(d, std::string("place --graph tiny.json --cluster p100x4 -o p.json --seed ") + seed);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("--seed") != std::string::npos);
+  }
 }
 
 TEST_CASE("cli: metis keeps stdout clean for -o - and compare --json") {

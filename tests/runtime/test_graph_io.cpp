@@ -245,8 +245,20 @@ TEST_CASE("an integral extent or axis written as a float is named as such") {
   std::string m = message(R"({"id": "a", "kind": "input", "shape": [4]}, {"id": "c", "kind": "concat", "inputs": ["a"], "shape": [4], "axis": 0.0})");
   CHECK(m.find("ops[1].axis") != std::string::npos);
   CHECK(m.find("(0, not 0.0") != std::string::npos);
+  m = message(R"({"id": "a", "kind": "input", "shape": [2, 3]}, {"id": "t", "kind": "transpose", "inputs": ["a"], "shape": [3, 2], "perm": [1.0, 0]})");
+  CHECK(m.find("ops[1].perm[0]") != std::string::npos);
+  CHECK(m.find("(1, not 1.0") != std::string::npos);
+  m = message(R"({"id": "a", "kind": "input", "shape": [-0.0]})");
+  CHECK(m.find("(0, not 0.0") != std::string::npos);
   m = message(R"({"id": "a", "kind": "input", "shape": [4.5]})");
   CHECK(m.find("a fractional number") != std::string::npos);
+  try {  // an integral axis beyond 64 bits is a value error, as for an extent
+    parse_ops(R"({"id": "a", "kind": "input", "shape": [4]}, {"id": "c", "kind": "concat", "inputs": ["a"], "shape": [4], "axis": 1e30})");
+    FAIL("accepted");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::bad_value);
+    CHECK(std::string(e.what()).find("within 64 bits") != std::string::npos);
+  }
 }
 
 TEST_CASE("a NUL byte in a graph file is an error, also after a whole document") {

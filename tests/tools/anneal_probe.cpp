@@ -16,7 +16,9 @@
 //   - one op of the priority order re-inserted at a random position between its producers and its
 //     consumers (the order stays topological).
 // Weight-like inputs (0-FLOP ops with no producers and one consumer) always sit on their consumer's
-// device. Acceptance: m <= m0, else with probability exp(-(m - m0) / T), T decaying geometrically
+// device (a one-op move that picks one is undone by that rule: a wasted proposal, kept so that the
+// seeds the docs cite still reproduce their placements). Move kinds are drawn 1:1:2 (one op, a
+// piece, the order); leaving one kind out draws the other two equally. Acceptance: m <= m0, else with probability exp(-(m - m0) / T), T decaying geometrically
 // from 0.04 m_start to 4e-5 m_start over the iterations. Deterministic for a seed; prints the best
 // makespan every 10% and writes the best placement seen. tests/runtime/test_anneal_probe.cpp runs it.
 
@@ -28,8 +30,10 @@
 #include <doppler/runtime/sim.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,16 +69,27 @@ std::vector<std::vector<op_index>> shard_pieces(const graph& g) {
   return out;
 }
 
+// A decimal count (digits only: no sign, space, exponent or hex), at most `max`.
+std::uint64_t decimal(const char* text, const char* what, std::uint64_t max) {
+  const std::string_view s(text);
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos || ec != std::errc() || v > max)
+    throw error(errc::bad_argument, std::string("anneal_probe: ") + what + " must be a decimal integer in [0, " +
+                                        std::to_string(max) + "], got '" + std::string(s) + "'");
+  return v;
+}
+
 int run(int argc, char** argv) {
-  if (argc < 7) {
+  if (argc < 7 || argc > 9) {
     std::fprintf(stderr, "usage: anneal_probe GRAPH CLUSTER START.json SEED ITERATIONS OUT.json [wc|simple [all|no-pieces|no-order]]\n");
     return 2;
   }
   const graph g = load_graph(argv[1]);
   const cluster c = load_cluster_or_preset(argv[2]);
   placement cur = load_placement(argv[3], g, c);
-  const std::uint64_t seed = std::stoull(argv[4]);
-  const long iterations = std::stol(argv[5]);
+  const std::uint64_t seed = decimal(argv[4], "SEED", std::numeric_limits<std::uint64_t>::max());
+  const auto iterations = static_cast<long>(decimal(argv[5], "ITERATIONS", 1'000'000'000'000));
   const std::string out = argv[6];
   sim_options so;
   if (argc > 7) {
@@ -89,7 +104,6 @@ int run(int argc, char** argv) {
   const cost_model cm;
   const auto n = static_cast<op_index>(g.size());
   const auto n_dev = static_cast<device_index>(c.device_count());
-  if (cur.order.empty()) cur.order.assign(g.topo_order().begin(), g.topo_order().end());
   const auto pieces = moves_kept == "no-pieces" ? std::vector<std::vector<op_index>>{} : shard_pieces(g);
 
   auto weights_follow = [&](placement& p) {
@@ -98,10 +112,18 @@ int run(int argc, char** argv) {
   };
   auto score = [&](const placement& p) { return simulate(g, c, p, cm, so).makespan; };
 
-  weights_follow(cur);
-  double cur_cost = score(cur), best_cost = cur_cost;
+  // The start as given is the first best (the result is never worse than it); the walk starts from it
+  // with its weights moved to their consumers and, without an order, the topological one.
   placement best = cur;
-  std::printf("start %.6g s, %zu shard pieces\n", cur_cost, pieces.size());
+  double best_cost = score(best);
+  if (cur.order.empty()) cur.order.assign(g.topo_order().begin(), g.topo_order().end());
+  weights_follow(cur);
+  double cur_cost = score(cur);
+  std::printf("start %.6g s (%.6g s as the walk's first state), %zu shard pieces\n", best_cost, cur_cost, pieces.size());
+  if (cur_cost < best_cost) {
+    best = cur;
+    best_cost = cur_cost;
+  }
 
   std::mt19937_64 rng(seed);
   auto pick = [&](std::size_t k) { return static_cast<std::size_t>(std::uniform_int_distribution<std::size_t>(0, k - 1)(rng)); };
