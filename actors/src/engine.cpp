@@ -400,16 +400,10 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
   if (failed.empty() && (info.devices.empty() || info.devices.size() != info.ids.size()))
     failed = "serves no devices";
   if (!failed.empty()) throw run_failure(where + ": " + failed, std::nullopt, std::nullopt);
-  if (!info.emulated_cluster.empty() && info.emulated_cluster != to_json_text(c)) {
-    std::string theirs = "another cluster";
-    try {
-      theirs = "cluster '" + parse_cluster(info.emulated_cluster, where).name() + "'";
-    } catch (const error&) {
-    }
-    throw error(errc::bad_argument, where + " emulates its kernels with the rates of its own " + theirs +
-                                        ", not the run's cluster '" + c.name() +
-                                        "': start it with the run's cluster (--cluster) to emulate this run");
-  }
+  if (!info.emulated_cluster.empty() && info.emulated_cluster != to_json_text(c))
+    throw error(errc::bad_argument, where + " emulates its kernels with the rates of its own cluster '" +
+                                        parse_cluster(info.emulated_cluster, where).name() + "', not the run's cluster '" +
+                                        c.name() + "': start it with the run's cluster (--cluster) to emulate this run");
 
   // Introduce it to the other workers this engine holds (protocol.hpp, `peer`): their devices send
   // tensors to each other over a connection of their own, which outlives this engine's process.

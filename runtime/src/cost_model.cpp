@@ -48,6 +48,11 @@ bool valid_efficiency(double e) noexcept { return e >= 1e-6 && e <= 1; }
 bool valid_bandwidth(double b) noexcept { return b == 0 || (b >= 1e3 && std::isfinite(b)); }
 bool valid_overhead(double s) noexcept { return s >= 0 && s <= 1e3; }
 bool valid_host_cores(double c) noexcept { return c == 0 || (c >= 0.01 && c <= 1e6); }
+// What each range says, in the setters' errors and the file reader's alike.
+constexpr const char* efficiency_rule = "must be in [1e-6, 1]";
+constexpr const char* bandwidth_rule = "must be 0 (no memory term) or output bytes/s >= 1e3";
+constexpr const char* overhead_rule = "must be seconds in [0, 1e3]";
+constexpr const char* host_cores_rule = "must be 0 (unlimited) or in [0.01, 1e6]";
 
 }  // namespace
 
@@ -57,30 +62,28 @@ cost_model::cost_model() {
 
 cost_model& cost_model::set_efficiency(op_kind k, double e) {
   if (!valid_efficiency(e))
-    throw error(errc::bad_argument, "efficiency of " + std::string(to_string(k)) +
-                                        " must be in [1e-6, 1], got " + fmt::format("{:g}", e));
+    throw error(errc::bad_argument, fmt::format("efficiency of {} {}, got {:g}", to_string(k), efficiency_rule, e));
   efficiency_[static_cast<int>(k)] = e;
   return *this;
 }
 
 cost_model& cost_model::set_bandwidth(op_kind k, double b) {
   if (!valid_bandwidth(b))
-    throw error(errc::bad_argument, "bandwidth of " + std::string(to_string(k)) +
-                                        " must be 0 (no memory term) or finite bytes/s >= 1e3, got " + fmt::format("{:g}", b));
+    throw error(errc::bad_argument, fmt::format("bandwidth of {} {}, got {:g}", to_string(k), bandwidth_rule, b));
   bandwidth_[static_cast<int>(k)] = b;
   return *this;
 }
 
 cost_model& cost_model::set_overhead(double s) {
   if (!valid_overhead(s))
-    throw error(errc::bad_argument, "overhead must be seconds in [0, 1e3], got " + fmt::format("{:g}", s));
+    throw error(errc::bad_argument, fmt::format("overhead {}, got {:g}", overhead_rule, s));
   overhead_ = s;
   return *this;
 }
 
 cost_model& cost_model::set_host_cores(double c) {
   if (!valid_host_cores(c))
-    throw error(errc::bad_argument, "host_cores must be 0 (unlimited) or in [0.01, 1e6], got " + fmt::format("{:g}", c));
+    throw error(errc::bad_argument, fmt::format("host_cores {}, got {:g}", host_cores_rule, c));
   host_cores_ = c;
   return *this;
 }
@@ -102,7 +105,7 @@ cost_model cost_model::parse(std::string_view text, const std::string& file) {
     if (!value.is_number())
       r.fail(errc::bad_type, path, "must be a number, got " + std::string(value.type_name()));
     double e = value.get<double>();
-    if (!valid_efficiency(e)) r.fail(errc::bad_value, path, "must be in [1e-6, 1], got " + value.dump());
+    if (!valid_efficiency(e)) r.fail(errc::bad_value, path, std::string(efficiency_rule) + ", got " + value.dump());
     cm.efficiency_[static_cast<int>(*kind)] = e;
   }
   // Optional fields (absent in files written before they existed: those keep the FLOP-only model).
@@ -116,7 +119,7 @@ cost_model cost_model::parse(std::string_view text, const std::string& file) {
         r.fail(errc::bad_type, path, "must be a number, got " + std::string(value.type_name()));
       double x = value.get<double>();
       if (!valid_bandwidth(x))
-        r.fail(errc::bad_value, path, "must be 0 (no memory term) or output bytes/s >= 1e3, got " + value.dump());
+        r.fail(errc::bad_value, path, std::string(bandwidth_rule) + ", got " + value.dump());
       cm.bandwidth_[static_cast<int>(*kind)] = x;
     }
   }
@@ -128,8 +131,8 @@ cost_model cost_model::parse(std::string_view text, const std::string& file) {
     if (!valid(x)) r.fail(errc::bad_value, field, std::string(what) + ", got " + f->dump());
     into = x;
   };
-  scalar("overhead", cm.overhead_, valid_overhead, "must be seconds in [0, 1e3]");
-  scalar("host_cores", cm.host_cores_, valid_host_cores, "must be 0 (unlimited) or in [0.01, 1e6]");
+  scalar("overhead", cm.overhead_, valid_overhead, overhead_rule);
+  scalar("host_cores", cm.host_cores_, valid_host_cores, host_cores_rule);
   return cm;
 }
 

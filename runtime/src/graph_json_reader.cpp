@@ -309,29 +309,25 @@ class graph_sax final : public nlohmann::json_sax<json> {
         case field::axis:
         case field::start:
         case field::end:
-          if (!from_integer && v == std::floor(v)) {
-            if (std::abs(v) >= 9.223372036854775808e18)
-              return fail(errc::bad_value, field_path(), fmt::format("must be an integer within 64 bits, got {:g}", v));
-            return fail(errc::bad_type, field_path(), float_integer(v));
-          }
-          return unexpected("a fractional number");
+          return !from_integer && v == std::floor(v) ? integral_float(v, field_path()) : unexpected("a fractional number");
         default: return unexpected("a number");
       }
     }
-    if (depth_ == 4) {  // an integral value here came as a float or beyond int64 (1e30, 2^64 − 1)
-      if (!from_integer && v == std::floor(v) && std::abs(v) >= 9.223372036854775808e18 && field_ != field::inputs)
-        return fail(errc::bad_value, elem_path(), fmt::format("must be an integer within 64 bits, got {:g}", v));
-      if (!from_integer && v == std::floor(v) && (field_ == field::shape || field_ == field::perm))
-        return fail(errc::bad_type, elem_path(), float_integer(v));
+    if (depth_ == 4) {  // an element of shape or perm (integers) or of inputs (strings)
+      if (!from_integer && v == std::floor(v) && field_ != field::inputs) return integral_float(v, elem_path());
       return unexpected(from_integer ? "a number" : "a fractional number");
     }
     return unexpected("a number");
   }
 
-  // An integral value written as a float (128.0, 1.28e2): named as such, not as "a fractional number".
-  static std::string float_integer(double v) {
+  // An integral value that came as a float where an integer belongs: beyond int64 (1e30, 2^64 − 1)
+  // out of range, else written as a float (128.0, 1.28e2) — named as such, not as "a fractional number".
+  bool integral_float(double v, const std::string& path) {
+    if (std::abs(v) >= 9.223372036854775808e18)
+      return fail(errc::bad_value, path, fmt::format("must be an integer within 64 bits, got {:g}", v));
     if (v == 0) v = 0;  // -0.0 reads "0, not 0.0"
-    return fmt::format("must be written as an integer ({:.0f}, not {:.1f} or another floating-point form)", v, v);
+    return fail(errc::bad_type, path,
+                fmt::format("must be written as an integer ({:.0f}, not {:.1f} or another floating-point form)", v, v));
   }
 
   bool finish_op() {

@@ -21,12 +21,25 @@ cli_run::result probe(const temp_dir& d, const std::string& args) {
   return cli_run::run_program(DOPPLER_ANNEAL_PROBE_PATH, d, args);
 }
 
+/// The generated Llama block and cp's placement of it on p100x4 in `d` (lb.json, start.json).
+void block_and_start(const temp_dir& d) {
+  REQUIRE(cli_run::run(d, "workload llama-block -q -o lb.json").rc == 0);
+  REQUIRE(cli_run::run(d, "place --graph lb.json --cluster p100x4 --method cp -o start.json").rc == 0);
+}
+
+/// `anneal_probe ARGS` must exit with `rc` and say `expected` on stderr.
+void check_refused(const temp_dir& d, const std::string& args, int rc, const std::string& expected) {
+  CAPTURE(args);
+  const auto r = probe(d, args);
+  CHECK(r.rc == rc);
+  CHECK(r.err.find(expected) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("anneal_probe: never worse than its start and the same walk for a seed") {
   temp_dir d;
-  REQUIRE(cli_run::run(d, "workload llama-block -q -o lb.json").rc == 0);
-  REQUIRE(cli_run::run(d, "place --graph lb.json --cluster p100x4 --method cp -o start.json").rc == 0);
+  block_and_start(d);
   auto r = probe(d, "lb.json p100x4 start.json 3 3000 a.json");
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   CHECK(r.out.find(", 20 shard pieces") != std::string::npos);  // 4 shards x 5 pieces of the generated block
@@ -60,31 +73,16 @@ TEST_CASE("anneal_probe: never worse than its start and the same walk for a seed
 
 TEST_CASE("anneal_probe: bad arguments are refused with a message") {
   temp_dir d;
-  REQUIRE(cli_run::run(d, "workload llama-block -q -o lb.json").rc == 0);
-  REQUIRE(cli_run::run(d, "place --graph lb.json --cluster p100x4 --method cp -o start.json").rc == 0);
-  auto r = probe(d, "lb.json p100x4");
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("usage") != std::string::npos);
-  r = probe(d, "lb.json p100x4 start.json 1 10 out.json fast");
-  CHECK(r.rc == 1);
-  CHECK(r.err.find("model must be wc or simple") != std::string::npos);
-  r = probe(d, "lb.json p100x4 start.json 1 10 out.json wc sideways");
-  CHECK(r.rc == 1);
-  CHECK(r.err.find("moves must be") != std::string::npos);
-  for (const char* n : {"0", "4e6", "-1", "+5", " 7", "0x10", "1000000000001"}) {
-    CAPTURE(n);
-    r = probe(d, std::string("lb.json p100x4 start.json 1 '") + n + "' out.json");
-    CHECK(r.rc == 1);
-    CHECK(r.err.find("ITERATIONS") != std::string::npos);
-  }
-  r = probe(d, "lb.json p100x4 start.json 18446744073709551616 10 out.json");
-  CHECK(r.rc == 1);
-  CHECK(r.err.find("SEED must be a decimal integer") != std::string::npos);
-  r = probe(d, "lb.json p100x4 start.json 1 10 out.json wc all extra");
-  CHECK(r.rc == 2);
+  block_and_start(d);
+  check_refused(d, "lb.json p100x4", 2, "usage");
+  check_refused(d, "lb.json p100x4 start.json 1 10 out.json fast", 1, "model must be wc or simple");
+  check_refused(d, "lb.json p100x4 start.json 1 10 out.json wc sideways", 1, "moves must be");
+  for (const char* n : {"0", "4e6", "-1", "+5", " 7", "0x10", "1000000000001"})
+    check_refused(d, std::string("lb.json p100x4 start.json 1 '") + n + "' out.json", 1, "ITERATIONS");
+  check_refused(d, "lb.json p100x4 start.json 18446744073709551616 10 out.json", 1, "SEED must be a decimal integer");
+  check_refused(d, "lb.json p100x4 start.json 1 10 out.json wc all extra", 2, "usage");
   // a start placement of another graph (the placement's own graph and cluster names are not checked:
   // docs/formats.md; its op ids are)
-  r = probe(d, std::string(DOPPLER_PAPER_DIR) + "/chain_mm_112nodes.txt doppler-paper:4 start.json 1 10 out.json");
-  CHECK(r.rc == 1);
-  CHECK(r.err.find("start.json") != std::string::npos);
+  check_refused(d, std::string(DOPPLER_PAPER_DIR) + "/chain_mm_112nodes.txt doppler-paper:4 start.json 1 10 out.json", 1,
+                "start.json");
 }

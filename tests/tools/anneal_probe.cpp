@@ -42,10 +42,6 @@ namespace {
 
 using namespace doppler;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Pieces of every attention shard (an op "<p>.scores" whose siblings all exist).
 std::vector<std::vector<op_index>> shard_pieces(const graph& g) {
   static const std::vector<std::vector<std::string>> pieces = {
@@ -57,7 +53,7 @@ std::vector<std::vector<op_index>> shard_pieces(const graph& g) {
       {".scores", ".scaled", ".probs", ".ctx", ".ctx.h0", ".ctx.h1", ".ctx.cat"}};
   std::vector<std::vector<op_index>> out;
   for (const op& o : g.ops()) {
-    if (!ends_with(o.id, ".scores")) continue;
+    if (!o.id.ends_with(".scores")) continue;
     const std::string prefix = o.id.substr(0, o.id.size() - 7);
     for (const auto& piece : pieces) {
       std::vector<op_index> ops;
@@ -75,7 +71,7 @@ std::uint64_t decimal(const char* text, const char* what, std::uint64_t max) {
   std::uint64_t v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos || ec != std::errc() || v > max)
-    throw error(errc::bad_argument, std::string("anneal_probe: ") + what + " must be a decimal integer in [0, " +
+    throw error(errc::bad_argument, std::string(what) + " must be a decimal integer in [0, " +
                                         std::to_string(max) + "], got '" + std::string(s) + "'");
   return v;
 }
@@ -95,16 +91,17 @@ int run(int argc, char** argv) {
   if (argc > 7) {
     const std::string model = argv[7];
     if (model == "simple") so.model = sim_model::simple;
-    else if (model != "wc") throw error(errc::bad_argument, "anneal_probe: model must be wc or simple, got " + model);
+    else if (model != "wc") throw error(errc::bad_argument, "model must be wc or simple, got " + model);
   }
   const std::string moves_kept = argc > 8 ? argv[8] : "all";
   if (moves_kept != "all" && moves_kept != "no-pieces" && moves_kept != "no-order")
-    throw error(errc::bad_argument, "anneal_probe: moves must be all, no-pieces or no-order, got " + moves_kept);
-  if (iterations < 1) throw error(errc::bad_argument, "anneal_probe: ITERATIONS must be >= 1");
+    throw error(errc::bad_argument, "moves must be all, no-pieces or no-order, got " + moves_kept);
+  if (iterations < 1) throw error(errc::bad_argument, "ITERATIONS must be >= 1");
   const cost_model cm;
   const auto n = static_cast<op_index>(g.size());
   const auto n_dev = static_cast<device_index>(c.device_count());
   const auto pieces = moves_kept == "no-pieces" ? std::vector<std::vector<op_index>>{} : shard_pieces(g);
+  const std::size_t kinds = moves_kept == "no-order" ? 2 : 4;  // 0 one op, 1 a piece, 2-3 the order
 
   auto weights_follow = [&](placement& p) {
     for (op_index i = 0; i < n; ++i)
@@ -135,7 +132,7 @@ int run(int argc, char** argv) {
     placement next = cur;
     const std::size_t moves = 1 + pick(2);
     for (std::size_t m = 0; m < moves; ++m) {
-      const std::size_t kind = pick(moves_kept == "no-order" ? 2 : 4);
+      const std::size_t kind = pick(kinds);
       if (kind == 0 || (kind == 1 && pieces.empty())) {
         const auto o = static_cast<op_index>(pick(n));
         const auto d = static_cast<device_index>(pick(n_dev));
