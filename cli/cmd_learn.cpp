@@ -123,6 +123,10 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--teacher-budget", o->teacher_budget, "search as the teacher: simulator evaluations")
       ->capture_default_str();
+  cmd->add_flag("--teacher-symmetry", o->teacher_symmetry,
+               "A placement teacher does not care which of interchangeable parts of the graph (identical attention "
+               "shards, experts: same ops, costs and neighbours) goes where, only that the parts go where its own do: "
+               "phase I accepts any relabelling of them (docs/learner.md)");
   cmd->add_option("--hint", o->p.hint,
                   "A placer (metis, search, heft, ...; auto: the fastest of heft, metis and search per graph) whose "
                   "placement of each graph PLC sees as two extra device features (where v's group of that placement "
@@ -325,10 +329,15 @@ void add_train(CLI::App& app) {
       std::string chosen;
       auto teacher = resolve_teacher(o->teacher, o->teacher_budget, gi, cluster_of(k), cm, o->t, pol.hint_for(q),
                                      pol.options().hint, chosen);
-      if (teacher) q.with_teacher(teacher);
+      if (teacher) q.with_teacher(teacher, o->teacher_symmetry);
       // Per graph: what `auto` chose, and a placement teacher's simulated makespan.
       std::string part = chosen == o->teacher ? "" : chosen;
       if (teacher) part += fmt::format("{}simulated {:.6g} s", part.empty() ? "" : " ", learner::score(q, *teacher, o->t.sim));
+      if (!teacher && o->teacher_symmetry) part += ", --teacher-symmetry unused: cp's rule has no placement";
+      if (const auto* sym = q.teacher_symmetry())
+        part += sym->part_ops.empty() ? ", no interchangeable parts to relabel"
+                                      : fmt::format(", relabelling {} interchangeable parts ({} kind{})", sym->part_ops.size(),
+                                                    sym->types, sym->types == 1 ? "" : "s");
       parts.push_back(part);
     }
     // One part per graph; once when they are all the same.

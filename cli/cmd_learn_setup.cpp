@@ -124,6 +124,7 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd) {
   if (given("--ppo-target-kl")) t.ppo_target_kl = o.t.ppo_target_kl;
   if (!given("--teacher")) o.teacher = cur.teacher;
   if (!given("--teacher-budget")) o.teacher_budget = cur.teacher_budget;
+  if (!given("--teacher-symmetry")) o.teacher_symmetry = cur.teacher_symmetry;
   if (!given("--algorithm")) o.algorithm = t.ppo ? "ppo" : "reinforce";
   if (!given("--baseline")) o.baseline = std::string(learner::baseline_name(t.baseline));
   if (given("--temperature")) t.temperature = o.t.temperature;
@@ -151,6 +152,10 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
                 "phase III keeps the state of at most " + std::to_string(learner::doppler_learner_max_problems) +
                     " graphs; " + std::to_string(n_graphs) + " were given");
   if (o.teacher_budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
+  if (o.teacher_symmetry && o.teacher == "cp")
+    throw error(errc::bad_argument, "", "--teacher-symmetry",
+                "relabels a placement teacher's parts; cp's rule has no placement (its ties already accept any "
+                "of equal ops)");
   if (o.p.hint_budget < 1) throw error(errc::bad_argument, "", "--hint-budget", "must be >= 1");
   if (o.algorithm != "reinforce" && o.algorithm != "ppo")
     throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o.algorithm + "' (reinforce, ppo)");
@@ -207,6 +212,7 @@ nlohmann::json train_settings(const train_flags& o, const std::vector<learner::p
   for (const auto& q : problems) fps.push_back(fmt::format("{:016x}", q.fingerprint()));
   return {{"--graph/--cluster/--costs (fingerprints)", fps}, {"--model", o.model},
           {"--transfers", o.transfers}, {"--teacher", o.teacher}, {"--teacher-budget", o.teacher_budget},
+          {"--teacher-symmetry", o.teacher_symmetry},
           {"--il-episodes", t.il_episodes}, {"--rl-episodes", t.rl_episodes}, {"--batch", t.batch},
           {"--il-lr", t.il_lr}, {"--rl-lr", t.rl_lr}, {"lr_final", t.lr_final},
           {"il_epsilon", {t.il_epsilon, t.il_epsilon_final}}, {"rl_epsilon", t.rl_epsilon},

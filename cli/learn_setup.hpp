@@ -37,6 +37,7 @@ struct train_flags {
   double busy_wait = 60;                  ///< --real-workers: seconds a run waits its turn (--busy-wait)
   std::string teacher = "auto", phases = "il,sim";
   int teacher_budget = 2000, episodes = 0;
+  bool teacher_symmetry = false;  ///< --teacher-symmetry: a placement teacher relabels interchangeable parts
   std::string algorithm = "reinforce", baseline = "mean";
   learner::train_options t;
   learner::policy_options p;

@@ -96,7 +96,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   }
   if (j.contains("imitation")) {
     const auto& s = j["imitation"];
-    r.keys(s, "imitation", {"lr", "epsilon", "epsilon_final", "teacher", "teacher_budget"});
+    r.keys(s, "imitation", {"lr", "epsilon", "epsilon_final", "teacher", "teacher_budget", "teacher_symmetry"});
     r.number(s, "imitation", "lr", t.il_lr, L::lr_min, L::lr_max);
     r.number(s, "imitation", "epsilon", t.il_epsilon, 0, 1);
     r.number(s, "imitation", "epsilon_final", t.il_epsilon_final, 0, 1);
@@ -106,6 +106,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
       base.teacher = s["teacher"].get<std::string>();
     }
     r.integer(s, "imitation", "teacher_budget", base.teacher_budget, 1);
+    r.boolean(s, "imitation", "teacher_symmetry", base.teacher_symmetry);
   }
   if (j.contains("reinforce")) {
     const auto& s = j["reinforce"];

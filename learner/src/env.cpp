@@ -16,7 +16,8 @@ assignment_env::~assignment_env() = default;
 
 assignment_env::assignment_env(const graph& g, const cluster& c, const cost_model& cm,
                                const graph_features& f, bool respect_memory, transfer_planner* transfers,
-                               const placement* teacher, const placement* hint)
+                               const placement* teacher, const placement* hint,
+                               const op_symmetry* teacher_symmetry)
     : g_(g), c_(c), cm_(cm), f_(f), respect_memory_(respect_memory), teacher_(teacher), hint_(hint) {
   if (transfers) arrivals_ = std::make_unique<detail::arrival_estimator>(g, c, transfers);
   const std::size_t n = g.size(), n_dev = c.device_count();
@@ -41,6 +42,16 @@ assignment_env::assignment_env(const graph& g, const cluster& c, const cost_mode
     check(*teacher, "teacher");
     teacher_match_.image.assign(n_dev, -1);
     teacher_match_.preimage.assign(n_dev, -1);
+    teacher_done_.assign(n, 0);
+    if (teacher_symmetry) {
+      std::size_t edges = 0;
+      for (op_index v = 0; v < n; ++v) edges += g.preds(v).size();
+      if (teacher_symmetry->part.size() != n || teacher_symmetry->pos.size() != n || teacher_symmetry->edges != edges)
+        throw error(errc::bad_argument, "learner: the teacher's symmetry was computed for another graph");
+      sym_ = teacher_symmetry;
+      part_image_.assign(sym_->part_ops.size(), -1);
+      part_preimage_.assign(sym_->part_ops.size(), -1);
+    }
     if (!teacher->order.empty()) {
       teacher_rank_.resize(n);
       teacher_queue_.resize(n_dev);
@@ -149,10 +160,18 @@ void assignment_env::teacher_ops(std::vector<op_index>& out) const {
   out.clear();
   if (!teacher_rank_.empty()) {  // the teacher placement's order, per device
     op_index first = ready_.front();
+    std::uint32_t first_rank = std::numeric_limits<std::uint32_t>::max();
     for (op_index v : ready_) {
-      if (teacher_rank_[v] < teacher_rank_[first]) first = v;
-      const auto t = teacher_->device[v];
-      if (teacher_queue_[t][teacher_next_[t]] == v) out.push_back(v);
+      stand_ins(v, stand_in_buf_);
+      bool next = false;
+      for (auto [w, b] : stand_in_buf_) {
+        if (teacher_rank_[w] < first_rank) {
+          first_rank = teacher_rank_[w];
+          first = v;
+        }
+        next = next || next_in_order(w);
+      }
+      if (next) out.push_back(v);
     }
     if (out.empty()) out.push_back(first);
     return;
@@ -167,16 +186,8 @@ void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out)
   out.clear();
   if (est_op_ != v) throw error(errc::internal, "learner: teacher_devices before device_features");
   if (teacher_) {
-    const device_index t = teacher_->device[v];
-    const auto& m = teacher_match_;
-    if (m.image[t] >= 0) {
-      if (fits_[m.image[t]]) out.push_back(static_cast<device_index>(m.image[t]));
-    } else if (m.preimage[t] < 0 && fits_[t]) {  // t itself while it is free: no relabelling
-      out.push_back(t);
-    } else {
-      for (device_index d = 0; d < est_.size(); ++d)
-        if (fits_[d] && m.preimage[d] < 0 && interchangeable(t, d)) out.push_back(d);
-    }
+    stand_ins(v, stand_in_buf_);
+    for (auto [w, b] : stand_in_buf_) devices_for(teacher_->device[w], out);
     if (!out.empty()) return;
   }
   double best = std::numeric_limits<double>::infinity();
@@ -184,6 +195,41 @@ void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out)
     if (fits_[d]) best = std::min(best, est_[d]);
   for (device_index d = 0; d < est_.size(); ++d)
     if (fits_[d] && nearly_equal(est_[d], best)) out.push_back(d);
+}
+
+void assignment_env::devices_for(device_index t, std::vector<device_index>& out) const {
+  auto add = [&](device_index d) {
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  };
+  const auto& m = teacher_match_;
+  if (m.image[t] >= 0) {
+    if (fits_[m.image[t]]) add(static_cast<device_index>(m.image[t]));
+  } else if (m.preimage[t] < 0 && fits_[t]) {  // t itself while it is free: no relabelling
+    add(t);
+  } else {
+    for (device_index d = 0; d < est_.size(); ++d)
+      if (fits_[d] && m.preimage[d] < 0 && interchangeable(t, d)) add(d);
+  }
+}
+
+void assignment_env::stand_ins(op_index v, std::vector<std::pair<op_index, int>>& out) const {
+  out.clear();
+  const int a = sym_ ? sym_->part[v] : -1;
+  if (a < 0) {
+    out.emplace_back(v, -1);
+  } else if (part_image_[a] >= 0) {
+    out.emplace_back(sym_->counterpart(v, part_image_[a]), part_image_[a]);
+  } else {
+    for (int b = 0; b < static_cast<int>(sym_->part_ops.size()); ++b)
+      if (sym_->part_type[b] == sym_->part_type[a] && part_preimage_[b] < 0)
+        out.emplace_back(sym_->counterpart(v, b), b);
+  }
+}
+
+bool assignment_env::next_in_order(op_index w) const {
+  const auto t = teacher_->device[w];
+  const auto& q = teacher_queue_[t];
+  return teacher_next_[t] < q.size() && q[teacher_next_[t]] == w;
 }
 
 bool assignment_env::interchangeable(device_index a, device_index b) const {
@@ -210,13 +256,37 @@ void assignment_env::assign(op_index v, device_index d) {
   }
   ready_.erase(it);
   assigned_[v] = 1;
-  if (teacher_) {  // the first op of an unmatched teacher device on an unmatched device matches them
-    const device_index t = teacher_->device[v];
+  if (teacher_) {
+    const int a = sym_ ? sym_->part[v] : -1;
+    if (a >= 0 && part_image_[a] < 0) {  // the part's first op: match it to a teacher part (env.hpp)
+      stand_ins(v, stand_in_buf_);
+      int best = -1, best_score = -1;
+      std::uint32_t best_rank = std::numeric_limits<std::uint32_t>::max();
+      std::vector<device_index> devs;
+      for (auto [w, b] : stand_in_buf_) {
+        devs.clear();
+        devices_for(teacher_->device[w], devs);
+        const bool on_d = std::find(devs.begin(), devs.end(), d) != devs.end();
+        const bool ordered = !teacher_rank_.empty();
+        const int score = 2 * on_d + 2 * (ordered && next_in_order(w)) + (b == a);  // then itself
+        const std::uint32_t rank = ordered ? teacher_rank_[w] : static_cast<std::uint32_t>(b);
+        if (score > best_score || (score == best_score && rank < best_rank)) {
+          best = b;
+          best_score = score;
+          best_rank = rank;
+        }
+      }
+      part_image_[a] = best;
+      part_preimage_[best] = a;
+    }
+    const op_index w = a >= 0 ? sym_->counterpart(v, part_image_[a]) : v;  // the teacher op v stands for
+    const device_index t = teacher_->device[w];
+    teacher_done_[w] = 1;
     if (!teacher_rank_.empty()) {
       auto& q = teacher_queue_[t];
-      while (teacher_next_[t] < q.size() && assigned_[q[teacher_next_[t]]]) ++teacher_next_[t];
+      while (teacher_next_[t] < q.size() && teacher_done_[q[teacher_next_[t]]]) ++teacher_next_[t];
     }
-    match(teacher_match_, t, d);
+    match(teacher_match_, t, d);  // the first op of an unmatched teacher device on an unmatched device
   }
   if (hint_) {
     const device_index t = hint_->device[v];

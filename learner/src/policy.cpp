@@ -325,7 +325,7 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   const int nf = device_feature_count, p = impl_->opt.proj, m = impl_->opt.mlp;
   const auto cols = impl_->opt.device_columns();
   assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher(),
-                     hint_for(pb));
+                     hint_for(pb), pb.teacher_symmetry());
   std::mt19937_64 rng(o.seed);
   const double tau = o.temperature;
 
@@ -422,7 +422,8 @@ episode policy::baseline_rollout(const problem& pb, const rollout_options& o) {
   const std::size_t n = g.size(), n_dev = pb.c().device_count();
   const int nf = device_feature_count;
   const bool placeto = impl_->opt.kind == policy_kind::placeto;
-  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher());
+  assignment_env env(g, pb.c(), pb.cm(), pb.features(), pb.respect_memory(), pb.transfers(), pb.teacher(),
+                     nullptr, pb.teacher_symmetry());
   std::mt19937_64 rng(o.seed);
   const double tau = o.temperature;
   episode ep;

@@ -74,11 +74,35 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   CAPTURE(small.out);
   REQUIRE(small.code == 0);
   CHECK(small.out.find("teacher auto (single simulated") != std::string::npos);
+  // --teacher-symmetry: a placement teacher relabels the block's four identical attention shards;
+  // cp's rule has nothing to relabel.
+  auto sym = sh(cli + " train --graph " + (t / "lb.json") + " --cluster p100x4 --model wc --hidden 16 --steps 2 "
+                "--teacher heft --teacher-symmetry --il-episodes 2 --rl-episodes 0 -o " + (t / "y.pt"));
+  CAPTURE(sym.out);
+  REQUIRE(sym.code == 0);
+  CHECK(sym.out.find("relabelling 4 interchangeable parts (1 kind)") != std::string::npos);
+  check_refused(base + "--teacher cp --teacher-symmetry -o " + (t / "y2.pt"), "--teacher-symmetry");
+  {  // the curriculum's imitation.teacher_symmetry does the same
+    std::ofstream cfg(t / "sym.json");
+    cfg << R"({"format": "doppler-curriculum/1", "imitation": {"teacher": "heft", "teacher_symmetry": true}})";
+  }
+  auto sym_cfg = sh(cli + " train --graph " + (t / "lb.json") + " --cluster p100x4 --model wc --hidden 16 --steps 2 "
+                    "--config " + (t / "sym.json") + " --il-episodes 2 --rl-episodes 0 -o " + (t / "y3.pt"));
+  CAPTURE(sym_cfg.out);
+  REQUIRE(sym_cfg.code == 0);
+  CHECK(sym_cfg.out.find("teacher heft (simulated") != std::string::npos);
+  CHECK(sym_cfg.out.find("relabelling 4 interchangeable parts (1 kind)") != std::string::npos);
   auto paper = sh(cli + " train --graph " + DOPPLER_PAPER_DIR + "/ffnn_192nodes.txt --cluster doppler-paper:4 --hidden 16 "
                   "--steps 2 --il-episodes 2 --rl-episodes 0 -o " + (t / "s.pt"));
   CAPTURE(paper.out);
   REQUIRE(paper.code == 0);
   CHECK(paper.out.find("teacher auto (cp)") != std::string::npos);
+  // auto choosing cp has no placement to relabel: the log says the flag went unused.
+  auto paper_sym = sh(cli + " train --graph " + DOPPLER_PAPER_DIR + "/ffnn_192nodes.txt --cluster doppler-paper:4 --hidden 16 "
+                      "--steps 2 --il-episodes 2 --rl-episodes 0 --teacher-symmetry -o " + (t / "s2.pt"));
+  CAPTURE(paper_sym.out);
+  REQUIRE(paper_sym.code == 0);
+  CHECK(paper_sym.out.find("teacher auto (cp, --teacher-symmetry unused") != std::string::npos);
   check_refused(base + "--teacher nosuch -o " + (t / "f.pt"), "--teacher");
   // Several graphs: one policy, batches taking turns, the CSV names each row's graph.
   auto many = sh(cli + " train --graph " + (t / "g.json") + " " + (t / "g2.json") + " --cluster cpu:2 --model wc " +

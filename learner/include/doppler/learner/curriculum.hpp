@@ -5,7 +5,7 @@
 ///   {"format": "doppler-curriculum/1",
 ///    "phases": {"il_episodes": 200, "rl_episodes": 2000, "real_episodes": 0, "batch": 8},
 ///    "imitation": {"lr": 0.01, "epsilon": 0.3, "epsilon_final": 0.05, "teacher": "auto",
-///                  "teacher_budget": 2000},
+///                  "teacher_budget": 2000, "teacher_symmetry": false},
 ///    "reinforce": {"lr": 0.01, "lr_final": 0.2, "temperature": 1.0, "epsilon": 0.0,
 ///                  "entropy": 0.01, "entropy_final": 0.001, "gamma": 0.99,
 ///                  "baseline_decay": 0, "normalize_advantages": true},
@@ -28,6 +28,7 @@ struct curriculum {
   /// placement file; the CLI resolves it (the learner library takes a placement: problem::with_teacher).
   std::string teacher = "auto";
   int teacher_budget = 2000;  ///< search as the teacher: simulator evaluations
+  bool teacher_symmetry = false;  ///< a placement teacher relabels interchangeable parts (--teacher-symmetry)
 };
 
 /// Parses a curriculum over `base` (fields not named keep base's values). Unknown keys, wrong

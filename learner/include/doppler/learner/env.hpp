@@ -6,10 +6,12 @@
 /// in the current state (the DAgger labels of phase I): the `cp` rule, or a given placement's.
 
 #include <doppler/learner/features.hpp>
+#include <doppler/learner/symmetry.hpp>
 #include <doppler/runtime/placement.hpp>
 
 #include <span>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace doppler {
@@ -63,6 +65,15 @@ class assignment_env {
   /// itself while no other teacher device was matched to it (interchangeable devices may still
   /// differ in their links: the identity is the faithful copy), else any unmatched interchangeable
   /// device. Where no such device is valid, cp's devices.
+  /// With `teacher_symmetry` (find_symmetry of g; it must outlive the environment) the teacher's ops
+  /// are also relabelled: an op of an interchangeable part whose part is not matched yet stands for
+  /// its counterpart in any unmatched teacher part of its kind (the labels are the union over them:
+  /// SEL's when any counterpart is next on its teacher device, PLC's every counterpart's device),
+  /// and the part's first assigned op matches the part to one of those, scored: 2 when the chosen
+  /// device is among that counterpart's label devices, 2 more when the counterpart is next in the
+  /// order, 1 more for the part itself (the faithful copy, as for devices); ties go to the counterpart
+  /// earliest in the order (without an order: the lowest part). After that the part's ops stand for
+  /// that part's. Without it every op stands for itself.
   /// With `hint` (a placement of g on c, e.g. metis's; it must outlive the environment), the two
   /// hint columns of the device features describe it: its devices are matched to the episode's as
   /// the teacher's are (the first op of an unmatched hint device assigned to an unmatched
@@ -70,7 +81,8 @@ class assignment_env {
   /// whatever the devices are called, or leave it.
   assignment_env(const graph& g, const cluster& c, const cost_model& cm, const graph_features& f,
                  bool respect_memory = true, transfer_planner* transfers = nullptr,
-                 const placement* teacher = nullptr, const placement* hint = nullptr);
+                 const placement* teacher = nullptr, const placement* hint = nullptr,
+                 const op_symmetry* teacher_symmetry = nullptr);
   ~assignment_env();
   assignment_env(const assignment_env&) = delete;
   assignment_env& operator=(const assignment_env&) = delete;
@@ -120,8 +132,19 @@ class assignment_env {
   const placement* teacher_ = nullptr;  // null: cp's rule
   std::vector<std::uint32_t> teacher_rank_;  // position in teacher_->order (empty: no order)
   std::vector<std::vector<op_index>> teacher_queue_;  // per teacher device, its ops in order
-  std::vector<std::size_t> teacher_next_;  // per teacher device, its first unassigned op in the queue
+  std::vector<std::size_t> teacher_next_;  // per teacher device, its first op not yet done in the queue
   std::vector<std::uint8_t> assigned_;  // per op: assigned yet
+  std::vector<std::uint8_t> teacher_done_;  // per teacher op: the episode op standing for it assigned
+  const op_symmetry* sym_ = nullptr;  // with a teacher: its interchangeable parts (null: none)
+  std::vector<int> part_image_, part_preimage_;  // episode part -> teacher part, and back (-1: none)
+  /// The teacher ops episode op v may stand for, each with its teacher part (−1: fixed): itself
+  /// when fixed, its counterpart in its part's match, else its counterparts in every unmatched
+  /// teacher part of its type.
+  void stand_ins(op_index v, std::vector<std::pair<op_index, int>>& out) const;
+  mutable std::vector<std::pair<op_index, int>> stand_in_buf_;
+  /// The teacher's valid devices for teacher device t, appended to out where not there yet.
+  void devices_for(device_index t, std::vector<device_index>& out) const;
+  bool next_in_order(op_index w) const;  ///< teacher op w is next on its teacher device
   /// A placement's devices matched to the episode's as it goes (-1: not yet).
   struct matching {
     std::vector<int> image, preimage;  // placement device -> episode device, and back

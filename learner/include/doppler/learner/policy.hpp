@@ -144,13 +144,18 @@ class problem {
   }
   /// The placement phase I imitates instead of cp's rule (null: cp, the paper's teacher); checked
   /// against the graph and cluster (check_placement: a doppler::error naming the op). assignment_env states the
-  /// teacher's choices.
-  problem& with_teacher(std::shared_ptr<const placement> t) {
+  /// teacher's choices. With `symmetric`, the teacher does not care which of interchangeable parts
+  /// of the graph (identical attention shards, experts: find_symmetry) goes where — only that the
+  /// parts go where its own do (assignment_env, `doppler train --teacher-symmetry`).
+  problem& with_teacher(std::shared_ptr<const placement> t, bool symmetric = false) {
     if (t) check_placement(*t, *g_, *c_);
     teacher_ = std::move(t);
+    teacher_symmetry_ = teacher_ && symmetric ? std::make_shared<const op_symmetry>(find_symmetry(*g_)) : nullptr;
     return *this;
   }
   const placement* teacher() const noexcept { return teacher_.get(); }
+  /// The interchangeable parts the teacher relabels (null: it does not).
+  const op_symmetry* teacher_symmetry() const noexcept { return teacher_symmetry_.get(); }
   /// The hint placement a hinted policy reads for this problem (null: the policy computes its own,
   /// policy_options::hint); checked like the teacher. The problem gets a new key(), so no policy
   /// keeps encodings made with an earlier hint.
@@ -173,6 +178,7 @@ class problem {
   std::uint64_t fingerprint_;
   std::shared_ptr<transfer_planner> transfers_;
   std::shared_ptr<const placement> teacher_;
+  std::shared_ptr<const op_symmetry> teacher_symmetry_;
   std::shared_ptr<const placement> hint_;
 };
 
