@@ -1,19 +1,32 @@
 // Interchangeable parts of a graph (symmetry.hpp).
 #include <doppler/learner/symmetry.hpp>
 
+#include "fnv1a.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <map>
 #include <numeric>
+#include <unordered_map>
 
 namespace doppler::learner {
 namespace {
 
 using signature = std::vector<std::uint64_t>;
 
-/// Numbers the distinct signatures in order of their first appearance.
+struct signature_hash {
+  std::size_t operator()(const signature& s) const noexcept {
+    detail::fnv1a h;
+    h.values(s);
+    return static_cast<std::size_t>(h.digest());
+  }
+};
+
+/// Numbers the distinct signatures in order of their first appearance (exact: equal hashes are
+/// compared element by element).
 std::vector<std::uint32_t> number(const std::vector<signature>& sig, std::size_t& count) {
-  std::map<signature, std::uint32_t> ids;
+  std::unordered_map<signature, std::uint32_t, signature_hash> ids;
+  ids.reserve(sig.size());
   std::vector<std::uint32_t> out(sig.size());
   for (std::size_t v = 0; v < sig.size(); ++v)
     out[v] = ids.try_emplace(sig[v], static_cast<std::uint32_t>(ids.size())).first->second;
@@ -24,10 +37,20 @@ std::vector<std::uint32_t> number(const std::vector<signature>& sig, std::size_t
 /// Colour refinement until the number of colours stops growing.
 std::vector<std::uint32_t> refine(const graph& g) {
   const std::size_t n = g.size();
+  // Longest paths in hops from an entry and to an exit: kept by every automorphism, and they
+  // separate the layers of a deep graph at once (refinement alone would take a round per hop).
+  std::vector<std::uint64_t> depth(n, 0), height(n, 0);
+  const auto topo = g.topo_order();
+  for (op_index v : topo)
+    for (op_index u : g.preds(v)) depth[v] = std::max(depth[v], depth[u] + 1);
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it)
+    for (op_index u : g.succs(*it)) height[*it] = std::max(height[*it], height[u] + 1);
   std::vector<signature> sig(n);
   for (op_index v = 0; v < n; ++v) {
     const op& o = g[v];
     auto& s = sig[v];
+    s.push_back(depth[v]);
+    s.push_back(height[v]);
     s.push_back(static_cast<std::uint64_t>(o.kind));
     s.push_back(std::bit_cast<std::uint64_t>(o.flops));
     s.push_back(std::bit_cast<std::uint64_t>(o.bytes));

@@ -9,8 +9,10 @@
 ///
 /// How the parts are found:
 /// 1. Every op gets a colour by colour refinement (1-WL) over the directed graph: start from what
-///    the cost model and the simulator see of an op (kind, output shape, FLOPs, bytes), refine by
-///    the multisets of its producers' and consumers' colours until the number of colours is stable.
+///    the cost model and the simulator see of an op (kind, output shape, FLOPs, bytes) and its
+///    longest paths in hops from an entry and to an exit (so a deep graph settles in a few rounds
+///    rather than one per layer), refine by the multisets of its producers' and
+///    consumers' colours until the number of colours is stable.
 /// 2. Ops whose colour is shared with another op are candidates; the connected components of the
 ///    candidates (edges between two candidates, either direction) are the pieces.
 /// 3. Pieces of equal size, colours and edge count are compared by an explicit isomorphism:
