@@ -176,6 +176,11 @@ void add_train(CLI::App& app) {
   cmd->add_option("--busy-wait", o->busy_wait, std::string("--real-workers: ") + busy_wait_help)->capture_default_str();
   cmd->add_option("--batch", o->t.batch, "Episodes per update")->check(CLI::Range(1, 1000000))->capture_default_str();
   cmd->add_option("--il-lr", o->t.il_lr, "Phase I learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
+  cmd->add_option("--il-teacher-forcing", o->t.il_teacher_forcing,
+                  "Phase I: the fraction of episodes that follow the teacher's own choices (behaviour cloning on its "
+                  "states) instead of the learner's epsilon-greedy ones (DAgger); dual policies only")
+      ->check(finite_in(0, 1))
+      ->capture_default_str();
   cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
   cmd->add_option("--entropy", o->t.entropy, "Phase II entropy bonus (start)")->check(finite_in(0, learner::train_limits::entropy_max))->capture_default_str();
   cmd->add_option("--baseline-decay", o->t.baseline_decay,
@@ -354,7 +359,7 @@ void add_train(CLI::App& app) {
     std::cerr << fmt::format(
         "train: graph {} ({} ops, {} edges){}, cluster {} ({} devices), model {}\n"
         "  policy: {}{}{}, hidden {}, steps {}, proj {}, mlp {} ({} parameters){}{}\n"
-        "  phase I {} episodes (teacher {}, lr {}, eps {}->{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
+        "  phase I {} episodes (teacher {}, lr {}, eps {}->{}{}), phase II {} episodes ({}, lr {}, entropy {}->{}, T {}), batch {}, seed {}\n",
         graph_name(0), g.size(), g.edge_count(),
         n_graphs > 1 ? fmt::format(" and {} more (the curve in units of each graph's cp)", n_graphs - 1) : std::string(),
         c.name() + (clusters.size() > 1 ? fmt::format(" and {} more", clusters.size() - 1) : std::string()),
@@ -370,7 +375,9 @@ void add_train(CLI::App& app) {
         po.mlp, pol.parameter_count(),
         po.active_search > 0 ? fmt::format(", active search lr {}", po.active_search) : std::string(),
         o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
-        o->t.il_epsilon, o->t.il_epsilon_final, o->t.rl_episodes,
+        o->t.il_epsilon, o->t.il_epsilon_final,
+        o->t.il_teacher_forcing > 0 ? fmt::format(", {}% teacher-forced", 100 * o->t.il_teacher_forcing) : std::string(),
+        o->t.rl_episodes,
         (o->t.ppo ? fmt::format("PPO, clip {}, {} epochs{}", o->t.ppo_clip, o->t.ppo_epochs,
                                 o->t.ppo_target_kl > 0 ? fmt::format(", target KL {}", o->t.ppo_target_kl) : std::string())
                   : std::string("REINFORCE")) +

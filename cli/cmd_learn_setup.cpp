@@ -112,6 +112,7 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd) {
   if (given("--real-confirm")) t.real_confirm = o.t.real_confirm;
   if (given("--real-select-margin")) t.real_select_margin = o.t.real_select_margin;
   if (given("--il-lr")) t.il_lr = o.t.il_lr;
+  if (given("--il-teacher-forcing")) t.il_teacher_forcing = o.t.il_teacher_forcing;
   if (given("--rl-lr")) t.rl_lr = o.t.rl_lr;
   if (given("--entropy")) t.entropy = o.t.entropy;
   if (given("--baseline-decay")) t.baseline_decay = o.t.baseline_decay;
@@ -172,6 +173,9 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
   if (o.p.ablation != learner::policy_ablation::none && o.p.kind != learner::policy_kind::dual)
     throw error(errc::bad_argument, "", "--ablation",
                 o.ablation + " ablates a head of the dual policy; policy kind " + o.kind + " has no SEL/PLC heads");
+  if (o.t.il_teacher_forcing > 0 && o.t.il_episodes > 0 && o.p.kind != learner::policy_kind::dual)
+    throw error(errc::bad_argument, "", "--il-teacher-forcing",
+                "follows the teacher with SEL's and PLC's heads; policy kind " + o.kind + " has no such heads (dual only)");
   if (o.p.active_search > 0 && o.p.kind != learner::policy_kind::dual)
     throw error(errc::bad_argument, "", "--active-search",
                 "offsets SEL's and PLC's logits; policy kind " + o.kind + " has no such heads (dual only)");
@@ -214,7 +218,7 @@ nlohmann::json train_settings(const train_flags& o, const std::vector<learner::p
           {"--transfers", o.transfers}, {"--teacher", o.teacher}, {"--teacher-budget", o.teacher_budget},
           {"--teacher-symmetry", o.teacher_symmetry},
           {"--il-episodes", t.il_episodes}, {"--rl-episodes", t.rl_episodes}, {"--batch", t.batch},
-          {"--il-lr", t.il_lr}, {"--rl-lr", t.rl_lr}, {"lr_final", t.lr_final},
+          {"--il-lr", t.il_lr}, {"--il-teacher-forcing", t.il_teacher_forcing}, {"--rl-lr", t.rl_lr}, {"lr_final", t.lr_final},
           {"il_epsilon", {t.il_epsilon, t.il_epsilon_final}}, {"rl_epsilon", t.rl_epsilon},
           {"--entropy", {t.entropy, t.entropy_final}}, {"gamma", t.gamma}, {"--temperature", t.temperature},
           {"--normalize-advantages", t.normalize_advantages}, {"--advantage-floor", t.advantage_floor},

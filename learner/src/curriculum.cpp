@@ -96,10 +96,12 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   }
   if (j.contains("imitation")) {
     const auto& s = j["imitation"];
-    r.keys(s, "imitation", {"lr", "epsilon", "epsilon_final", "teacher", "teacher_budget", "teacher_symmetry"});
+    r.keys(s, "imitation", {"lr", "epsilon", "epsilon_final", "teacher", "teacher_budget", "teacher_symmetry",
+                                 "teacher_forcing"});
     r.number(s, "imitation", "lr", t.il_lr, L::lr_min, L::lr_max);
     r.number(s, "imitation", "epsilon", t.il_epsilon, 0, 1);
     r.number(s, "imitation", "epsilon_final", t.il_epsilon_final, 0, 1);
+    r.number(s, "imitation", "teacher_forcing", t.il_teacher_forcing, 0, 1);
     if (s.contains("teacher")) {
       if (!s["teacher"].is_string() || s["teacher"].get<std::string>().empty())
         r.fail(errc::bad_type, "imitation.teacher", "expected \"auto\", \"cp\", a placer name or a placement file");

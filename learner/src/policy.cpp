@@ -318,6 +318,9 @@ void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, 
 
 episode policy::rollout(const problem& pb, const rollout_options& o) {
   if (!(o.temperature > 0)) throw error(errc::bad_argument, "learner: temperature must be > 0");
+  if (o.follow_teacher && impl_->opt.kind != policy_kind::dual)
+    throw error(errc::bad_argument, "learner: following the teacher (behaviour cloning) needs a dual policy, not " +
+                                        policy_kind_name(impl_->opt.kind));
   if (is_baseline(impl_->opt.kind)) return baseline_rollout(pb, o);
   const auto& c = impl_->cached(pb);
   const auto& g = pb.g();
@@ -357,16 +360,21 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     // SEL: static logits over the ready set (plc-only: the teacher's op, cp's order).
     op_index v = 0;
     double lp_sel = 0;
+    op_index sel_own = 0;  // following the teacher: what SEL itself would have chosen (agreement)
     if (abl == policy_ablation::plc_only) {
       env.teacher_ops(t_ops);
-      v = t_ops.front();
+      v = sel_own = t_ops.front();
     } else {
       z.resize(ready.size());
       for (std::size_t i = 0; i < ready.size(); ++i) z[i] = c.sel[ready[i]] / tau;
       auto [ri, lp] = choose(z, o, rng);
-      v = ready[ri];
+      v = sel_own = ready[ri];
       lp_sel = lp;
-      if (o.teacher) env.teacher_ops(t_ops);
+      if (o.teacher || o.follow_teacher) env.teacher_ops(t_ops);
+      if (o.follow_teacher) {
+        v = t_ops.front();
+        lp_sel = 0;
+      }
     }
     // PLC: per-device MLP over the dynamic features plus the cached per-op and per-device terms.
     std::span<float> feat(&ep.dev_feat[t * n_dev * nf], n_dev * nf);
@@ -384,19 +392,25 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     }
     if (std::none_of(valid.begin(), valid.end(), [](std::uint8_t x) { return x != 0; }))
       env.assign(v, 0);  // throws errc::infeasible naming the op
-    std::size_t dev = 0;
+    std::size_t dev = 0, dev_own = 0;  // dev_own: what PLC itself would have chosen
     double lp_plc = 0;
     if (abl == policy_ablation::sel_only) {  // the teacher's device (valid, minimum EST)
       env.teacher_devices(v, t_devs);
-      dev = t_devs.front();
+      dev = dev_own = t_devs.front();
     } else {
       std::tie(dev, lp_plc) = choose(z, o, rng);
+      dev_own = dev;
+      if (o.follow_teacher) {
+        env.teacher_devices(v, t_devs);
+        dev = t_devs.front();
+        lp_plc = 0;
+      }
     }
     ep.log_prob += lp_sel + lp_plc;
     if (o.teacher) {
       env.teacher_devices(v, t_devs);
-      bool sel_ok = std::find(t_ops.begin(), t_ops.end(), v) != t_ops.end();
-      bool plc_ok = std::find(t_devs.begin(), t_devs.end(), dev) != t_devs.end();
+      bool sel_ok = std::find(t_ops.begin(), t_ops.end(), sel_own) != t_ops.end();
+      bool plc_ok = std::find(t_devs.begin(), t_devs.end(), dev_own) != t_devs.end();
       ep.sel_agree += sel_ok;
       ep.plc_agree += plc_ok;
       ep.both_agree += sel_ok && plc_ok;

@@ -111,6 +111,7 @@ void check_train_options(const train_options& o) {
   number("lr_final", o.lr_final, 0, 1);
   number("il_epsilon", o.il_epsilon, 0, 1);
   number("il_epsilon_final", o.il_epsilon_final, 0, 1);
+  number("il_teacher_forcing", o.il_teacher_forcing, 0, 1);
   number("rl_epsilon", o.rl_epsilon, 0, 1);
   number("temperature", o.temperature, L::temperature_min, L::temperature_max);
   number("entropy", o.entropy, 0, L::entropy_max);
@@ -152,6 +153,9 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   const problem& pb = *pbs[0];
   if (opt.real_episodes > 0 && !opt.measure) throw error(errc::bad_argument, "learner: phase III needs a measure function");
   if (opt.checkpoint_every < 0) throw error(errc::bad_argument, "learner: checkpoint_every must be >= 0");
+  if (opt.il_teacher_forcing > 0 && opt.il_episodes > 0 && pol.options().kind != policy_kind::dual)
+    throw error(errc::bad_argument, "learner: il_teacher_forcing (behaviour cloning) needs a dual policy, not " +
+                                        policy_kind_name(pol.options().kind));
   // The state that persists across batches (train_state): fresh, or the one to resume from.
   train_state st;
   const bool resuming = opt.resume != nullptr;
@@ -201,12 +205,14 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     st.best_greedy = std::numeric_limits<double>::infinity();
   }
   res.curve = std::move(st.curve);  // the live curve; st.curve is refilled for every checkpoint
-  auto record = [&](const episode& ep, std::size_t k, const char* phase, double loss, double agreement, double ms) {
-    if (k == 0 && ms < st.best_makespan) {
+  // A teacher-forced episode (its placement is the teacher's) is recorded but is no best.
+  auto record = [&](const episode& ep, std::size_t k, const char* phase, double loss, double agreement, double ms,
+                    bool forced = false) {
+    if (k == 0 && ms < st.best_makespan && !forced) {
       st.best_makespan = ms;
       st.best = ep.result;
     }
-    st.curve_best = std::min(st.curve_best, ms / unit(k));
+    if (!forced) st.curve_best = std::min(st.curve_best, ms / unit(k));
     train_row row{static_cast<int>(res.curve.size()) + 1, phase, ms / unit(k), st.curve_best, loss, agreement, static_cast<int>(k)};
     res.curve.push_back(row);
     if (opt.on_episode) opt.on_episode(row);
@@ -241,6 +247,12 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   // state; the update raises the log-probability of every tied teacher action. With several
   // problems the batches take turns.
   std::vector<episode> batch;
+  // Phase I episode j follows the teacher when it brings the count of such episodes, j·f rounded
+  // down, up by one: the fraction f spread evenly (f = 0.5: every second episode).
+  auto forced_episode = [&](int j) {
+    const double f = opt.il_teacher_forcing;
+    return std::floor((j + 1) * f) > std::floor(j * f);
+  };
   // Every batch but a phase's last has opt.batch episodes, so a checkpoint's batch count is done / batch.
   const bool in_il = !resuming || st.phase == 1;
   const int il_start = resuming && st.phase == 1 ? st.done : 0;
@@ -253,15 +265,19 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     batch.clear();
     for (int i = 0; i < b; ++i) {
       auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + static_cast<std::uint64_t>(done + i)), 1.0, eps);
-      // The policy's own greedy action (DAgger), a uniform random one with probability ε.
+      // The policy's own greedy action (DAgger), a uniform random one with probability ε; or, in
+      // the fraction il_teacher_forcing of episodes (evenly spread), the teacher's own.
       o.greedy = true;
       o.teacher = true;
+      o.follow_teacher = forced_episode(done + i);
       batch.push_back(pol.rollout(*pbs[k], o));
     }
     double loss = pol.imitation_update(*pbs[k], batch);
-    for (const auto& ep : batch)
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const auto& ep = batch[i];
       record(ep, k, "il", loss, ep.steps() ? static_cast<double>(ep.both_agree) / ep.steps() : 1.0,
-             score(*pbs[k], ep.result, opt.sim));
+             score(*pbs[k], ep.result, opt.sim), forced_episode(done + static_cast<int>(i)));
+    }
     done += b;
     if (done < opt.il_episodes) {  // the last batch's state is phase II's start, checkpointed there
       const bool stopping = stop_now();

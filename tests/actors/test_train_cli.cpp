@@ -82,6 +82,14 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   REQUIRE(sym.code == 0);
   CHECK(sym.out.find("relabelling 4 interchangeable parts (1 kind)") != std::string::npos);
   check_refused(base + "--teacher cp --teacher-symmetry -o " + (t / "y2.pt"), "--teacher-symmetry");
+  // --il-teacher-forcing: the header says so; a policy without SEL and PLC heads, or a fraction
+  // outside [0, 1], is refused.
+  auto forced = sh(base + "--teacher heft --il-teacher-forcing 0.5 --il-episodes 2 --rl-episodes 0 -o " + (t / "z.pt"));
+  CAPTURE(forced.out);
+  REQUIRE(forced.code == 0);
+  CHECK(forced.out.find("50% teacher-forced") != std::string::npos);
+  check_refused(base + "--policy-kind joint --il-teacher-forcing 0.5 -o " + (t / "z2.pt"), "--il-teacher-forcing");
+  check_refused(base + "--il-teacher-forcing 1.5 -o " + (t / "z2.pt"), "--il-teacher-forcing");
   {  // the curriculum's imitation.teacher_symmetry does the same
     std::ofstream cfg(t / "sym.json");
     cfg << R"({"format": "doppler-curriculum/1", "imitation": {"teacher": "heft", "teacher_symmetry": true}})";

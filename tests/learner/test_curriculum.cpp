@@ -13,7 +13,7 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   auto c = parse_curriculum(R"({"format": "doppler-curriculum/1",
       "phases": {"il_episodes": 12, "rl_episodes": 34, "batch": 5, "real_batch": 2, "real_eval_every": 0},
       "imitation": {"lr": 0.02, "epsilon_final": 0.0, "teacher": "search", "teacher_budget": 500,
-                    "teacher_symmetry": true},
+                    "teacher_symmetry": true, "teacher_forcing": 0.25},
       "reinforce": {"temperature": 0.5, "gamma": 1.0, "normalize_advantages": false, "baseline_decay": 0.9,
                     "advantage_floor": 0.05, "algorithm": "ppo", "ppo_epochs": 3,
                     "ppo_target_kl": 0.02},
@@ -47,6 +47,7 @@ TEST_CASE("a curriculum sets the fields it names and keeps the others") {
   CHECK(c.teacher == "search");
   CHECK(c.teacher_budget == 500);
   CHECK(c.teacher_symmetry);
+  CHECK(c.train.il_teacher_forcing == doctest::Approx(0.25));
   CHECK_FALSE(parse_curriculum(R"({"format": "doppler-curriculum/1"})").teacher_symmetry);
   CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1"})").teacher == "auto");
   CHECK(parse_curriculum(R"({"format": "doppler-curriculum/1"})").policy.active_search == 0);
@@ -88,6 +89,8 @@ TEST_CASE("curriculum errors name the path") {
         "imitation.teacher_budget");
   CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher_symmetry": 1}})") ==
         "imitation.teacher_symmetry");
+  CHECK(path_of(R"({"format": "doppler-curriculum/1", "imitation": {"teacher_forcing": 2}})") ==
+        "imitation.teacher_forcing");
   CHECK_THROWS_AS(parse_curriculum("{not json"), error);
   CHECK_THROWS_WITH_AS(parse_curriculum(R"({"format": "doppler-graph/1", "dtype": "f32", "ops": []})", "g.json"),
                        doctest::Contains("got \"doppler-graph/1\""), error);  // the format, not "dtype: unknown key"

@@ -189,6 +189,11 @@ struct rollout_options {
   double epsilon = 0.0;      ///< probability of a uniform random action instead (per choice)
   std::uint64_t seed = 0;    ///< sampling RNG
   bool teacher = false;      ///< record the cp teacher's choice sets at every visited state
+  /// Take the teacher's first op and first device at every step instead of the policy's (behaviour
+  /// cloning: the states are the teacher's own). Dual policies only (its ablations included: the
+  /// learned head follows the teacher, the other keeps its rule); the forced choices add nothing to
+  /// log_prob.
+  bool follow_teacher = false;
 
   static rollout_options sample(std::uint64_t seed, double temperature = 1.0, double epsilon = 0.0) {
     rollout_options o;

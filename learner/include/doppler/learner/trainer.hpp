@@ -60,6 +60,10 @@ struct train_options {
   double lr_final = 0.2;        ///< learning-rate fraction reached at the end of each phase
   double il_epsilon = 0.3;      ///< phase I ε-greedy exploration at the start ...
   double il_epsilon_final = 0.05;  ///< ... and at the end (linear)
+  /// Phase I: the fraction of episodes that follow the teacher (behaviour cloning on the teacher's
+  /// own states: rollout_options::follow_teacher) instead of the learner's ε-greedy actions
+  /// (DAgger), spread evenly over the phase; dual policies only.
+  double il_teacher_forcing = 0;
   double rl_epsilon = 0.0;      ///< phase II ε (the samples come from the policy itself)
   double temperature = 1.0;     ///< phase II sampling temperature
   double entropy = 0.01;        ///< entropy bonus at the start of phase II ...
