@@ -376,7 +376,7 @@ void add_train(CLI::App& app) {
         po.active_search > 0 ? fmt::format(", active search lr {}", po.active_search) : std::string(),
         o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final,
-        o->t.il_teacher_forcing > 0 ? fmt::format(", {}% teacher-forced", 100 * o->t.il_teacher_forcing) : std::string(),
+        o->t.il_teacher_forcing > 0 ? fmt::format(", {:g}% teacher-forced", 100 * o->t.il_teacher_forcing) : std::string(),
         o->t.rl_episodes,
         (o->t.ppo ? fmt::format("PPO, clip {}, {} epochs{}", o->t.ppo_clip, o->t.ppo_epochs,
                                 o->t.ppo_target_kl > 0 ? fmt::format(", target KL {}", o->t.ppo_target_kl) : std::string())

@@ -35,7 +35,7 @@ std::string curve_svg(const std::vector<train_row>& rows, double cp_makespan, do
   for (const auto& row : rows) (is_eval(row) ? evals : eps).push_back(row);
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (const auto& row : rows) {
-    lo = std::min(lo, row.best);
+    lo = std::min({lo, row.best, row.makespan});  // a teacher-forced phase I row may lie below best
     hi = std::max(hi, row.makespan);
   }
   for (double ref : {cp_makespan, lower_bound})

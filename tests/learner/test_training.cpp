@@ -44,8 +44,7 @@ TEST_CASE("phase I: imitation drives agreement with cp to >= 90%") {
   CHECK(before.both < 0.6);
   CHECK(r.final_agreement >= 0.9);
   CHECK(r.final_sel_agreement >= 0.9);
-  CHECK(r.final_plc_agreement >= 0.7);
-  CHECK(r.final_plc_agreement > before.plc + 0.3);
+  CHECK(r.final_plc_agreement >= 0.9);
   REQUIRE(r.curve.size() == 100);
   CHECK(r.curve.front().phase == "il");
   CHECK(r.curve.back().agreement > r.curve.front().agreement);
@@ -371,6 +370,8 @@ TEST_CASE("teacher forcing: a forced rollout is the teacher's placement, and pha
     CHECK(row.makespan == doctest::Approx(teacher_ms));
     CHECK(row.best == r.curve.front().best);  // a forced episode is never the best so far
   }
+  CHECK(r.best_makespan > teacher_ms);  // the best is a greedy evaluation's, not a forced (metis) episode's
+  CHECK(r.best.device != metis->device);
   CHECK(r.curve.back().agreement > r.curve.front().agreement);
   MESSAGE("PLC agreement with metis: " << before.plc << " -> " << r.final_plc_agreement);
   CHECK(r.final_plc_agreement >= 0.7);
@@ -381,7 +382,12 @@ TEST_CASE("teacher forcing: a forced rollout is the teacher's placement, and pha
   o.with_il(8);
   auto h = train(half, pb, o);
   REQUIRE(h.curve.size() == 8);
-  for (std::size_t i = 1; i < 8; i += 2) CHECK(h.curve[i].makespan == doctest::Approx(teacher_ms));
+  int unforced_elsewhere = 0;
+  for (std::size_t i = 0; i < 8; ++i) {
+    if (i % 2 == 1) CHECK(h.curve[i].makespan == doctest::Approx(teacher_ms));
+    else unforced_elsewhere += h.curve[i].makespan != doctest::Approx(teacher_ms);
+  }
+  CHECK(unforced_elsewhere > 0);  // the even episodes are the learner's own
   // Refusals: out of range, and a policy without SEL and PLC heads.
   o.il_teacher_forcing = 1.5;
   CHECK_THROWS_AS(train(half, pb, o), error);
