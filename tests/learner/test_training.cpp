@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 
@@ -28,6 +29,17 @@ double mean(const std::vector<train_row>& rows, std::size_t from, std::size_t to
   for (std::size_t i = from; i < to; ++i) s += rows[i].makespan;
   return s / static_cast<double>(to - from);
 }
+
+/// FFNN on doppler-paper:4 and metis's placement of it (a teacher placement); built in place, as the
+/// problem refers to the graph, cluster and cost model.
+struct ffnn_metis {
+  graph g = paper("ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  placer_options po;
+  std::shared_ptr<const placement> metis = std::make_shared<const placement>(make_placer("metis")->place(g, c, cm, po));
+  problem pb{g, c, cm};
+};
 
 }  // namespace
 
@@ -305,12 +317,8 @@ TEST_CASE("phase III in the library: measured costs drive REINFORCE, on one prob
 }
 
 TEST_CASE("phase I with a teacher placement: agreement is measured against it, not cp") {
-  graph g = paper("ffnn_192nodes.txt");
-  cluster c = make_preset("doppler-paper:4");
-  cost_model cm;
-  problem pb(g, c, cm);
-  placer_options po;
-  auto metis = std::make_shared<const placement>(make_placer("metis")->place(g, c, cm, po));
+  ffnn_metis f;
+  auto& [g, c, cm, po, metis, pb] = f;
   policy pol(policy_options().with_seed(1));
   train_options o;
   o.with_il(100).with_rl(0).with_seed(1).with_model(sim_model::simple);
@@ -335,12 +343,8 @@ TEST_CASE("phase I with a teacher placement: agreement is measured against it, n
 }
 
 TEST_CASE("teacher forcing: a forced rollout is the teacher's placement, and phase I fits PLC on the teacher's states") {
-  graph g = paper("ffnn_192nodes.txt");
-  cluster c = make_preset("doppler-paper:4");
-  cost_model cm;
-  problem pb(g, c, cm);
-  placer_options po;
-  auto metis = std::make_shared<const placement>(make_placer("metis")->place(g, c, cm, po));
+  ffnn_metis f;
+  auto& [g, c, cm, po, metis, pb] = f;
   pb.with_teacher(metis);
   sim_options so;
   so.model = sim_model::simple;
