@@ -342,7 +342,7 @@ void add_train(CLI::App& app) {
       if (const auto* sym = q.teacher_symmetry())
         part += sym->part_ops.empty() ? ", no interchangeable parts to relabel"
                                       : fmt::format(", relabelling {} interchangeable parts ({} kind{})", sym->part_ops.size(),
-                                                    sym->types, sym->types == 1 ? "" : "s");
+                                                    sym->kinds, sym->kinds == 1 ? "" : "s");
       parts.push_back(part);
     }
     // One part per graph; once when they are all the same.

@@ -44,9 +44,8 @@ assignment_env::assignment_env(const graph& g, const cluster& c, const cost_mode
     teacher_match_.preimage.assign(n_dev, -1);
     teacher_done_.assign(n, 0);
     if (teacher_symmetry) {
-      std::size_t edges = 0;
-      for (op_index v = 0; v < n; ++v) edges += g.preds(v).size();
-      if (teacher_symmetry->part.size() != n || teacher_symmetry->pos.size() != n || teacher_symmetry->edges != edges)
+      if (teacher_symmetry->part.size() != n || teacher_symmetry->pos.size() != n ||
+          teacher_symmetry->edges != g.edge_count())
         throw error(errc::bad_argument, "learner: the teacher's symmetry was computed for another graph");
       sym_ = teacher_symmetry;
       part_image_.assign(sym_->part_ops.size(), -1);
@@ -221,7 +220,7 @@ void assignment_env::stand_ins(op_index v, std::vector<std::pair<op_index, int>>
     out.emplace_back(sym_->counterpart(v, part_image_[a]), part_image_[a]);
   } else {
     for (int b = 0; b < static_cast<int>(sym_->part_ops.size()); ++b)
-      if (sym_->part_type[b] == sym_->part_type[a] && part_preimage_[b] < 0)
+      if (sym_->part_kind[b] == sym_->part_kind[a] && part_preimage_[b] < 0)
         out.emplace_back(sym_->counterpart(v, b), b);
   }
 }
@@ -263,11 +262,11 @@ void assignment_env::assign(op_index v, device_index d) {
       int best = -1, best_score = -1;
       std::uint32_t best_rank = std::numeric_limits<std::uint32_t>::max();
       std::vector<device_index> devs;
+      const bool ordered = !teacher_rank_.empty();
       for (auto [w, b] : stand_in_buf_) {
         devs.clear();
         devices_for(teacher_->device[w], devs);
         const bool on_d = std::find(devs.begin(), devs.end(), d) != devs.end();
-        const bool ordered = !teacher_rank_.empty();
         const int score = 2 * on_d + 2 * (ordered && next_in_order(w)) + (b == a);  // then itself
         const std::uint32_t rank = ordered ? teacher_rank_[w] : static_cast<std::uint32_t>(b);
         if (score > best_score || (score == best_score && rank < best_rank)) {

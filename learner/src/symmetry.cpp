@@ -182,15 +182,15 @@ std::vector<op_index> isomorphism(const graph& g, const std::vector<std::uint32_
 op_symmetry find_symmetry(const graph& g) {
   const std::size_t n = g.size();
   op_symmetry s;
-  s.colour = refine(g);
+  const auto colour = refine(g);
   s.part.assign(n, -1);
-  for (op_index v = 0; v < n; ++v) s.edges += g.preds(v).size();
   s.pos.assign(n, 0);
+  s.edges = g.edge_count();
 
   // Candidates: ops sharing their colour. Pieces: connected components among candidates.
   std::vector<std::uint32_t> class_size(n, 0);
-  for (auto c : s.colour) ++class_size[c];
-  auto candidate = [&](op_index v) { return class_size[s.colour[v]] >= 2; };
+  for (auto c : colour) ++class_size[c];
+  auto candidate = [&](op_index v) { return class_size[colour[v]] >= 2; };
   std::vector<op_index> root(n);
   std::iota(root.begin(), root.end(), op_index{0});
   auto find = [&](op_index v) {
@@ -216,7 +216,7 @@ op_symmetry find_symmetry(const graph& g) {
     signature sig;
     std::uint64_t edges = 0;
     for (op_index v : ops) {
-      sig.push_back(s.colour[v]);
+      sig.push_back(colour[v]);
       edges += g.preds(v).size() + g.succs(v).size();
     }
     std::sort(sig.begin(), sig.end());
@@ -225,17 +225,17 @@ op_symmetry find_symmetry(const graph& g) {
   };
   std::map<signature, std::vector<std::size_t>> groups;
   for (std::size_t k = 0; k < list.size(); ++k) groups[coarse(list[k])].push_back(k);
-  struct type_of {
+  struct kind_of {
     std::vector<op_index> reference;               // the first piece, in search order
     std::vector<std::vector<op_index>> members;    // images of the reference, in the same order
   };
-  std::vector<type_of> found;
+  std::vector<kind_of> found;
   for (auto& [sig, ks] : groups) {
-    std::vector<type_of> here;
+    std::vector<kind_of> here;
     for (std::size_t k : ks) {
       bool joined = false;
       for (auto& t : here) {
-        auto image = isomorphism(g, s.colour, in_piece, t.reference, list[k]);
+        auto image = isomorphism(g, colour, in_piece, t.reference, list[k]);
         if (!image.empty()) {
           t.members.push_back(std::move(image));
           joined = true;
@@ -251,7 +251,7 @@ op_symmetry find_symmetry(const graph& g) {
       if (t.members.size() >= 2) found.push_back(std::move(t));
   }
   // Kinds in op order of their first part, so part numbers do not depend on map order.
-  std::sort(found.begin(), found.end(), [](const type_of& a, const type_of& b) {
+  std::sort(found.begin(), found.end(), [](const kind_of& a, const kind_of& b) {
     return *std::min_element(a.reference.begin(), a.reference.end()) <
            *std::min_element(b.reference.begin(), b.reference.end());
   });
@@ -263,9 +263,9 @@ op_symmetry find_symmetry(const graph& g) {
         s.pos[ops[i]] = i;
       }
       s.part_ops.push_back(ops);
-      s.part_type.push_back(s.types);
+      s.part_kind.push_back(s.kinds);
     }
-    ++s.types;
+    ++s.kinds;
   }
   return s;
 }

@@ -247,6 +247,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
   // state; the update raises the log-probability of every tied teacher action. With several
   // problems the batches take turns.
   std::vector<episode> batch;
+  std::vector<bool> forced;  // per episode of the batch: it followed the teacher
   // Phase I episode j follows the teacher when it brings the count of such episodes, j·f rounded
   // down, up by one: the fraction f spread evenly (f = 0.5: every second episode).
   auto forced_episode = [&](int j) {
@@ -263,6 +264,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     const double eps = lerp(opt.il_epsilon, opt.il_epsilon_final, x);
     const int b = std::min(opt.batch, opt.il_episodes - done);
     batch.clear();
+    forced.clear();
     for (int i = 0; i < b; ++i) {
       auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + static_cast<std::uint64_t>(done + i)), 1.0, eps);
       // The policy's own greedy action (DAgger), a uniform random one with probability ε; or, in
@@ -270,13 +272,14 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       o.greedy = true;
       o.teacher = true;
       o.follow_teacher = forced_episode(done + i);
+      forced.push_back(o.follow_teacher);
       batch.push_back(pol.rollout(*pbs[k], o));
     }
     double loss = pol.imitation_update(*pbs[k], batch);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const auto& ep = batch[i];
       record(ep, k, "il", loss, ep.steps() ? static_cast<double>(ep.both_agree) / ep.steps() : 1.0,
-             score(*pbs[k], ep.result, opt.sim), forced_episode(done + static_cast<int>(i)));
+             score(*pbs[k], ep.result, opt.sim), forced[i]);
     }
     done += b;
     if (done < opt.il_episodes) {  // the last batch's state is phase II's start, checkpointed there

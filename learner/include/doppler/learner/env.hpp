@@ -139,7 +139,7 @@ class assignment_env {
   std::vector<int> part_image_, part_preimage_;  // episode part -> teacher part, and back (-1: none)
   /// The teacher ops episode op v may stand for, each with its teacher part (−1: fixed): itself
   /// when fixed, its counterpart in its part's match, else its counterparts in every unmatched
-  /// teacher part of its type.
+  /// teacher part of its kind.
   void stand_ins(op_index v, std::vector<std::pair<op_index, int>>& out) const;
   mutable std::vector<std::pair<op_index, int>> stand_in_buf_;
   /// The teacher's valid devices for teacher device t, appended to out where not there yet.

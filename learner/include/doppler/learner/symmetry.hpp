@@ -31,12 +31,11 @@
 namespace doppler::learner {
 
 struct op_symmetry {
-  std::vector<std::uint32_t> colour;         ///< per op: its stable colour
   std::vector<int> part;                     ///< per op: its interchangeable part, −1 when fixed
   std::vector<std::uint32_t> pos;            ///< per op in a part: its index in part_ops[part]
-  std::vector<int> part_type;                ///< per part: its kind; parts of one kind are interchangeable
+  std::vector<int> part_kind;                ///< per part: its kind; parts of one kind are interchangeable
   std::vector<std::vector<op_index>> part_ops;  ///< per part: its ops, position i of every part of a kind corresponding
-  int types = 0;                             ///< number of part kinds
+  int kinds = 0;                             ///< number of part kinds
   std::size_t edges = 0;                     ///< the graph's producer→consumer edges (a check that
                                              ///< the symmetry is used with the graph it describes)
 
