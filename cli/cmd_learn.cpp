@@ -237,6 +237,10 @@ void add_train(CLI::App& app) {
                "dual and joint: PLC also sees, per device, the compute already there of the ops sharing a consumer "
                "with the op being placed, so it can co-locate an op with its consumers' other inputs (docs/learner.md, "
                "\"The sibling feature\"; off: the paper's features); saved in the checkpoint");
+  cmd->add_flag("--dynamic-sel", o->p.dynamic_sel,
+               "dual: SEL also reads, per step, how much later than the ready set's first each ready op could start "
+               "and its inputs are done, and whether it consumes the op just assigned, so its order can depend on the "
+               "state (docs/learner.md, \"Dynamic SEL\"; off: the paper's static SEL); saved in the checkpoint");
   cmd->add_option("--init", o->init, "Start from this checkpoint (fine-tune, or go on training) instead of new weights");
   cmd->add_option("--checkpoint-every", o->checkpoint_every,
                   "Write OUTPUT.resume, the state an interrupted training continues from, after every this many "

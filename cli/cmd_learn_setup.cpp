@@ -136,6 +136,7 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd) {
   if (given("--hint-budget")) p.hint_budget = o.p.hint_budget;
   if (given("--active-search")) p.active_search = o.p.active_search;
   if (given("--sibling-feature")) p.sibling = o.p.sibling;
+  if (given("--dynamic-sel")) p.dynamic_sel = o.p.dynamic_sel;
   if (!given("--policy-kind")) o.kind = learner::policy_kind_name(p.kind);
   if (!given("--ablation")) o.ablation = learner::policy_ablation_name(p.ablation);
   o.t = t;
@@ -176,6 +177,10 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
   if (o.t.il_teacher_forcing > 0 && o.t.il_episodes > 0 && o.p.kind != learner::policy_kind::dual)
     throw error(errc::bad_argument, "", "--il-teacher-forcing",
                 "follows the teacher with SEL's and PLC's heads; policy kind " + o.kind + " has no such heads (dual only)");
+  if (o.p.dynamic_sel && (o.p.kind != learner::policy_kind::dual || o.p.ablation == learner::policy_ablation::plc_only))
+    throw error(errc::bad_argument, "", "--dynamic-sel",
+                "feeds SEL's head; policy kind " + o.kind + (o.p.kind == learner::policy_kind::dual ? " with --ablation plc-only" : "") +
+                    " has none (dual, without plc-only)");
   if (o.p.active_search > 0 && o.p.kind != learner::policy_kind::dual)
     throw error(errc::bad_argument, "", "--active-search",
                 "offsets SEL's and PLC's logits; policy kind " + o.kind + " has no such heads (dual only)");
@@ -203,6 +208,9 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
   if (!o.init.empty() && cmd.count("--sibling-feature") > 0 && !pol.options().sibling)
     throw error(errc::bad_argument, "", "--sibling-feature",
                 "the checkpoint given with --init does not read the sibling feature; its network is sized without it");
+  if (!o.init.empty() && cmd.count("--dynamic-sel") > 0 && !pol.options().dynamic_sel)
+    throw error(errc::bad_argument, "", "--dynamic-sel",
+                "the checkpoint given with --init has the paper's static SEL; its network is sized without the dynamic features");
   if (!o.init.empty() && cmd.count("--hint-budget") > 0 && pol.options().hint_budget != o.p.hint_budget)
     throw error(errc::bad_argument, "", "--hint-budget",
                 "the checkpoint given with --init computes its hints with budget " +
@@ -227,7 +235,7 @@ nlohmann::json train_settings(const train_flags& o, const std::vector<learner::p
           {"--self-imitation", t.self_imitation}, {"--self-imitation-gate", t.self_imitation_gate},
           {"eval_every", t.eval_every}, {"--seed", t.seed}, {"--policy-kind", o.kind}, {"--ablation", o.ablation},
           {"--hint", pol.options().hint}, {"--active-search", pol.options().active_search},
-          {"--sibling-feature", pol.options().sibling}};
+          {"--sibling-feature", pol.options().sibling}, {"--dynamic-sel", pol.options().dynamic_sel}};
 }
 
 }  // namespace doppler::cli

@@ -53,7 +53,7 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd);
 void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graphs);
 
 /// `--init`: the loaded checkpoint takes --active-search's rate when one is set; flags that
-/// contradict its network (--ablation, --hint, --sibling-feature, --hint-budget) are refused.
+/// contradict its network (--ablation, --hint, --sibling-feature, --dynamic-sel, --hint-budget) are refused.
 void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App& cmd);
 
 /// What a training state records of this run, and --resume compares: every setting that changes

@@ -146,7 +146,8 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
   }
   if (j.contains("policy")) {
     const auto& s = j["policy"];
-    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind", "ablation", "hint", "hint_budget", "active_search", "sibling"});
+    r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind", "ablation", "hint", "hint_budget", "active_search", "sibling",
+                              "dynamic_sel"});
     r.number(s, "policy", "active_search", p.active_search, 0, policy_options::max_active_search);
     if (s.contains("hint")) {
       if (!s["hint"].is_string()) r.fail(errc::bad_type, "policy.hint", "expected a placer name (or \"\" for none)");
@@ -156,6 +157,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     }
     r.integer(s, "policy", "hint_budget", p.hint_budget, 1);
     r.boolean(s, "policy", "sibling", p.sibling);
+    r.boolean(s, "policy", "dynamic_sel", p.dynamic_sel);
     if (s.contains("kind")) {
       if (!s["kind"].is_string() || (s["kind"] != "dual" && s["kind"] != "joint" && s["kind"] != "placeto" &&
                                      s["kind"] != "gdp"))
@@ -174,6 +176,8 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
       r.fail(errc::bad_value, "policy.active_search", "needs policy kind \"dual\"");
     if (p.sibling && p.kind != policy_kind::dual && p.kind != policy_kind::joint)
       r.fail(errc::bad_value, "policy.sibling", "needs policy kind \"dual\" or \"joint\"");
+    if (p.dynamic_sel && (p.kind != policy_kind::dual || p.ablation == policy_ablation::plc_only))
+      r.fail(errc::bad_value, "policy.dynamic_sel", "needs policy kind \"dual\" with a SEL head (not ablation \"plc-only\")");
     r.integer(s, "policy", "hidden", p.hidden, 1, policy_options::max_width);
     r.integer(s, "policy", "steps", p.steps, 0, policy_options::max_steps);
     r.integer(s, "policy", "proj", p.proj, 1, policy_options::max_width);

@@ -97,6 +97,44 @@ void assignment_env::compute_est(op_index v) {
   est_op_ = v;
 }
 
+double assignment_env::best_est(op_index v) {
+  compute_est(v);
+  double best = std::numeric_limits<double>::infinity(), any = best;
+  for (std::size_t d = 0; d < est_.size(); ++d) {
+    any = std::min(any, est_[d]);
+    if (fits_[d]) best = std::min(best, est_[d]);
+  }
+  return std::isfinite(best) ? best : any;
+}
+
+void assignment_env::sel_features(std::span<float> out) {
+  constexpr int nf = sel_feature_count;
+  const std::size_t r = ready_.size();
+  if (out.size() < r * nf) throw error(errc::bad_argument, "learner: SEL feature buffer too small");
+  const op_index last = p_.order.empty() ? static_cast<op_index>(-1) : p_.order.back();
+  sel_times_.resize(2 * r);  // per ready op: best EST, latest producer end
+  double min_est = std::numeric_limits<double>::infinity(), min_data = min_est;
+  for (std::size_t i = 0; i < r; ++i) {
+    const op_index v = ready_[i];
+    double data = 0;
+    bool follows = false;
+    for (op_index u : g_.preds(v)) {
+      data = std::max(data, end_[u]);
+      follows = follows || u == last;
+    }
+    sel_times_[2 * i] = best_est(v);
+    sel_times_[2 * i + 1] = data;
+    min_est = std::min(min_est, sel_times_[2 * i]);
+    min_data = std::min(min_data, data);
+    out[i * nf + static_cast<int>(sel_feature::follows_last)] = follows ? 1.0f : 0.0f;
+  }
+  const double s = 1.0 / f_.time_scale;
+  for (std::size_t i = 0; i < r; ++i) {
+    out[i * nf + static_cast<int>(sel_feature::est_lag)] = static_cast<float>((sel_times_[2 * i] - min_est) * s);
+    out[i * nf + static_cast<int>(sel_feature::ready_lag)] = static_cast<float>((sel_times_[2 * i + 1] - min_data) * s);
+  }
+}
+
 std::size_t assignment_env::device_features(op_index v, std::span<float> out,
                                             std::span<std::uint8_t> valid) {
   const auto n_dev = static_cast<device_index>(c_.device_count());

@@ -1,6 +1,8 @@
 // The policy network (net.hpp).
 #include "net.hpp"
 
+#include <doppler/runtime/error.hpp>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -154,6 +156,17 @@ episode_tensors make_episode_tensors(const episode& ep, std::size_t n_ops, std::
     et.teacher_ops = csr_mask(ep.teacher_op_off, ep.teacher_ops, n);
     et.teacher_devs = csr_mask(ep.teacher_dev_off, ep.teacher_devs, d);
   }
+  if (!ep.sel_feat.empty()) {  // dynamic SEL: one row per ready entry
+    const auto k = static_cast<std::int64_t>(ep.ready.size());
+    if (ep.sel_feat.size() != static_cast<std::size_t>(k) * sel_feature_count)
+      throw error(errc::bad_argument, "learner: the episode's SEL features do not match its ready sets");
+    std::vector<std::int64_t> rop(ep.ready.begin(), ep.ready.end()), rstep(static_cast<std::size_t>(k));
+    for (std::int64_t s = 0; s < t; ++s)
+      for (std::uint32_t i = ep.ready_off[s]; i < ep.ready_off[s + 1]; ++i) rstep[i] = s;
+    et.sel_feat = torch::from_blob(const_cast<float*>(ep.sel_feat.data()), {k, sel_feature_count}, torch::kFloat).clone();
+    et.ready_op = long_tensor(rop);
+    et.ready_step = long_tensor(rstep);
+  }
   return et;
 }
 
@@ -180,9 +193,15 @@ net_impl::net_impl(const policy_options& o) : opt(o) {
   plc_w_op = register_module("plc_w_op", torch::nn::Linear(p + h, m));
   plc_w_sum = register_module("plc_w_sum", torch::nn::Linear(torch::nn::LinearOptions(h, m).bias(false)));
   plc_out = register_module("plc_out", torch::nn::Linear(m, 1));
+  // Last, so every other module's initial weights are the static-SEL policy's of the same seed.
+  if (o.kind == policy_kind::dual && o.dynamic_sel)
+    sel_dyn = register_module("sel_dyn", torch::nn::Linear(torch::nn::LinearOptions(sel_feature_count, m).bias(false)));
   // Θ(e) starts near a scaled identity-free random map: shrink the edge network's output layer so
   // messages keep the scale of h.
   torch::NoGradGuard ng;
+  // Dynamic SEL starts as the paper's static SEL (W_s = 0); its gradient is not zero, so the
+  // per-step term grows where the loss asks for it.
+  if (sel_dyn) sel_dyn->weight.zero_();
   edge2->weight.mul_(1.0 / std::sqrt(static_cast<double>(h)));
   edge2->bias.mul_(1.0 / std::sqrt(static_cast<double>(h)));
 }
@@ -236,7 +255,12 @@ encoded net_impl::encode(const graph_tensors& gt, std::size_t n_ops) {
     auto down = path_sum(hs, gt.down_jump, gt.path_scale), up = path_sum(hs, gt.up_jump, gt.path_scale);
     auto sel_x = opt.hint.empty() ? x : torch::cat({x, gt.hint_rank}, 1);
     auto sel_in = torch::cat({torch::relu(sel_proj(sel_x)), hs, down, up}, 1);
-    out.sel_logits = sel2(torch::relu(sel1(sel_in))).squeeze(1);
+    if (opt.dynamic_sel) {
+      out.sel_hidden = sel1(sel_in);
+      out.sel_logits = torch::zeros({n});
+    } else {
+      out.sel_logits = sel2(torch::relu(sel1(sel_in))).squeeze(1);
+    }
   } else {
     out.sel_logits = torch::zeros({n});
   }
@@ -272,6 +296,17 @@ std::pair<torch::Tensor, torch::Tensor> net_impl::joint_log_probs(const encoded&
   return masked_log_softmax(padded, et.pad_mask);
 }
 
+torch::Tensor net_impl::sel_step_logits(const encoded& e, const episode_tensors& et) {
+  const auto t = et.ops.size(0), n = e.sel_logits.size(0);
+  if (!e.sel_hidden.defined()) return e.sel_logits.unsqueeze(0).expand({t, n});
+  if (!et.sel_feat.defined())
+    throw error(errc::bad_argument, "learner: the episode has no SEL features (recorded by a policy without dynamic SEL)");
+  // Each ready entry's logit, scattered into a [T, N] grid (entries not ready stay 0: masked).
+  auto hidden = e.sel_hidden.index_select(0, et.ready_op) + sel_dyn(et.sel_feat);        // [K, m]
+  auto entry = sel2(torch::relu(hidden)).squeeze(1) + e.sel_logits.index_select(0, et.ready_op);  // [K]
+  return torch::zeros({t * n}).index_copy(0, et.ready_step * n + et.ready_op, entry).view({t, n});
+}
+
 step_terms net_impl::terms(const encoded& e, const episode_tensors& et, double tau) {
   step_terms st;
   const auto t = et.ops.size(0);
@@ -283,7 +318,7 @@ step_terms net_impl::terms(const encoded& e, const episode_tensors& et, double t
     st.plc_ent = torch::zeros({t});
     return st;
   }
-  auto sel = e.sel_logits.unsqueeze(0).expand({t, e.sel_logits.size(0)}) / tau;
+  auto sel = sel_step_logits(e, et) / tau;
   std::tie(st.sel_lp, st.sel_ent) = masked_log_softmax(sel, et.ready_mask);
   std::tie(st.plc_lp, st.plc_ent) = masked_log_softmax(plc_logits(e, et) / tau, et.dev_valid);
   st.sel_taken = st.sel_lp.gather(1, et.ops.unsqueeze(1)).squeeze(1);

@@ -5,6 +5,8 @@
 //            h = GRU(relu(m), h)          (Θ(e) = MLP(edge features) reshaped to hidden × hidden)
 //   SEL:     logit(v) = MLP([relu(P x_v) ‖ h_v ‖ Σ h on v's longest path to an exit / L ‖
 //                            Σ h on v's longest path from an entry / L])
+//            dynamic_sel: logit(v, t) = w · relu(W1 [the same input] + W_s s_{v,t} + b) + c, with
+//            s_{v,t} the ready op's sel_feature columns at step t (W1 [..] once per episode)
 //   PLC:     logit(v, d) = w · relu(W_dev relu(P_dev f_vd) + W_op [relu(P_op x_v) ‖ h_v] + b
 //                                   + W_sum Σ_{u on d} h_u / |V|) + c
 //   joint (the single-policy ablation): logit(v, d) = PLC's logit above for every ready v, one
@@ -45,7 +47,10 @@ graph_tensors make_graph_tensors(const graph_features& f);
 
 /// The encoder's per-episode outputs.
 struct encoded {
-  torch::Tensor sel_logits;  ///< [N]
+  torch::Tensor sel_logits;  ///< [N] (dynamic_sel: the active-search offsets only, zeros without)
+  /// dynamic_sel: [N, mlp], SEL's first layer over its static input before the activation (its
+  /// bias included); the per-step term is added to it. Undefined otherwise.
+  torch::Tensor sel_hidden;
   torch::Tensor op_part;     ///< [N, mlp]: W_op [relu(P_op x) ‖ h] + b
   torch::Tensor sum_part;    ///< [N, mlp]: W_sum h / |V|
   torch::Tensor plc_bias;    ///< [N, D] instance-specific PLC logit offsets (active search), or undefined
@@ -59,6 +64,9 @@ struct episode_tensors {
   torch::Tensor dev_valid;    ///< [T, D] bool
   torch::Tensor teacher_ops;  ///< [T, N] bool (undefined without labels)
   torch::Tensor teacher_devs; ///< [T, D] bool (undefined without labels)
+  // dynamic_sel: every ready entry k of every step (undefined for an episode without sel_feat).
+  torch::Tensor sel_feat;     ///< [K, sel_feature_count]
+  torch::Tensor ready_op, ready_step;  ///< [K] long
   // joint policy: every ready entry k of every step, padded per step to R = max ready size.
   torch::Tensor pair_feat;    ///< [K, D, device_feature_count]
   torch::Tensor pair_valid;   ///< [K, D] bool
@@ -143,6 +151,9 @@ struct net_impl : torch::nn::Module {
   /// Σ of h over v's path (v included) via pointer jumping, times path_scale: [N, h].
   torch::Tensor path_sum(const torch::Tensor& hs, const std::vector<torch::Tensor>& jump, float scale);
   torch::nn::Linear sel_proj{nullptr}, sel1{nullptr}, sel2{nullptr};
+  torch::nn::Linear sel_dyn{nullptr};  ///< dynamic_sel only: W_s, no bias
+  /// SEL's logits [T, N] for the steps of an episode (0 where not ready; the caller masks).
+  torch::Tensor sel_step_logits(const encoded& e, const episode_tensors& et);
   torch::nn::Linear plc_dev{nullptr}, plc_op{nullptr}, plc_w_dev{nullptr}, plc_w_op{nullptr},
       plc_w_sum{nullptr}, plc_out{nullptr};
   /// placeto / gdp only (then none of the modules above exist).

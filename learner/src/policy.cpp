@@ -115,6 +115,10 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(checked
   if (opt.sibling && is_baseline(opt.kind))
     throw error(errc::bad_argument, "learner: the sibling feature is one of PLC's device features; policy kind " +
                                         policy_kind_name(opt.kind) + " has none (dual or joint)");
+  if (opt.dynamic_sel && (opt.kind != policy_kind::dual || opt.ablation == policy_ablation::plc_only))
+    throw error(errc::bad_argument, "learner: dynamic SEL features feed SEL's head; policy kind " +
+                                        policy_kind_name(opt.kind) + (opt.kind == policy_kind::dual ? " with ablation plc-only" : "") +
+                                        " has none (dual, without plc-only)");
   set_active_search(opt.active_search);
 }
 
@@ -256,6 +260,17 @@ double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float*
   return logit;
 }
 
+/// SEL's logit for ready op v with its dynamic features s (policy_options::dynamic_sel).
+double sel_logit(const rollout_cache& c, op_index v, const float* s, int m) {
+  double logit = c.sel[v] + c.sel_out_b;
+  for (int j = 0; j < m; ++j) {
+    float a = c.sel_hidden[v * m + j];
+    for (int k = 0; k < sel_feature_count; ++k) a += c.sel_dyn_w[j * sel_feature_count + k] * s[k];
+    logit += static_cast<double>(c.sel_out_w[j]) * std::max(a, 0.0f);
+  }
+  return logit;
+}
+
 /// One step of the single-policy ablation: PLC's network scores every (ready op, valid device) pair,
 /// one softmax over all of them picks both.
 void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, int p, int m, std::span<const int> cols,
@@ -345,6 +360,8 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   std::vector<float> dev_sum(n_dev * m, 0.0f), proj(p), hid(m);
   const bool joint = impl_->opt.kind == policy_kind::joint;
   const policy_ablation abl = impl_->opt.ablation;
+  const bool dynamic = impl_->opt.dynamic_sel;
+  constexpr std::size_t sf = sel_feature_count;
   std::vector<double> z;
   std::vector<op_index> t_ops;
   std::vector<device_index> t_devs;
@@ -366,7 +383,15 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
       v = sel_own = t_ops.front();
     } else {
       z.resize(ready.size());
-      for (std::size_t i = 0; i < ready.size(); ++i) z[i] = c.sel[ready[i]] / tau;
+      if (dynamic) {  // the per-step term on top of SEL's cached first layer (net.hpp)
+        const std::size_t k0 = ep.sel_feat.size();
+        ep.sel_feat.resize(k0 + ready.size() * sf);
+        env.sel_features(std::span<float>(&ep.sel_feat[k0], ready.size() * sf));
+        for (std::size_t i = 0; i < ready.size(); ++i)
+          z[i] = sel_logit(c, ready[i], &ep.sel_feat[k0 + i * sf], m) / tau;
+      } else {
+        for (std::size_t i = 0; i < ready.size(); ++i) z[i] = c.sel[ready[i]] / tau;
+      }
       auto [ri, lp] = choose(z, o, rng);
       v = sel_own = ready[ri];
       lp_sel = lp;

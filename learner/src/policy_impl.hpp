@@ -59,6 +59,10 @@ struct rollout_cache {
   float out_b = 0;
   std::vector<float> gdp;                             // gdp: device logits [N×D]
   std::vector<float> plc_bias;                        // active search: PLC offsets [N×D], or empty
+  // dynamic_sel: SEL's first layer over the static input [N×m], W_s [m×sel_feature_count], w, c
+  // (sel then holds the active-search offsets only); empty otherwise.
+  std::vector<float> sel_hidden, sel_dyn_w, sel_out_w;
+  float sel_out_b = 0;
 };
 
 using detail::to_vector;
@@ -152,6 +156,12 @@ struct policy::impl {
     c.w_dev = to_vector(model->plc_w_dev->weight);
     c.out_w = to_vector(model->plc_out->weight);
     c.out_b = model->plc_out->bias.item<float>();
+    if (e.sel_hidden.defined()) {
+      c.sel_hidden = to_vector(e.sel_hidden);
+      c.sel_dyn_w = to_vector(model->sel_dyn->weight);
+      c.sel_out_w = to_vector(model->sel2->weight);
+      c.sel_out_b = model->sel2->bias.item<float>();
+    }
     return c;
   }
 

@@ -291,7 +291,8 @@ std::string policy::serialize() const {
                                        std::int64_t{static_cast<int>(o.ablation)},
                                        std::int64_t{o.hint_budget},
                                        std::int64_t{static_cast<int>(o.hint_model)},
-                                       std::int64_t{o.sibling ? 1 : 0}});
+                                       std::int64_t{o.sibling ? 1 : 0},
+                                       std::int64_t{o.dynamic_sel ? 1 : 0}});
     ar.write("options", opts);
     torch::Tensor hint;
     if (!o.hint.empty()) {  // the hint placer's name, as bytes
@@ -368,6 +369,10 @@ policy policy::deserialize(const std::string& blob, const std::string& path) {
     if (opts.numel() > 8) {  // absent: no sibling feature (checkpoints before 2026-12-05)
       if (a[8] != 0 && a[8] != 1) throw error(errc::bad_value, path, "", "sibling flag " + std::to_string(a[8]) + " is not 0 or 1");
       o.sibling = a[8] == 1;
+    }
+    if (opts.numel() > 9) {  // absent: the paper's static SEL (checkpoints before 2026-12-07)
+      if (a[9] != 0 && a[9] != 1) throw error(errc::bad_value, path, "", "dynamic SEL flag " + std::to_string(a[9]) + " is not 0 or 1");
+      o.dynamic_sel = a[9] == 1;
     }
     torch::Tensor hint;
     const bool has_hint = ar.try_read("hint", hint);

@@ -214,16 +214,16 @@ TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler 
   // is stored raw (int64, little-endian) in the archive.
   {
     const policy_options& o = pol.options();
-    const std::int64_t opts[9] = {o.hidden, o.steps, o.proj, o.mlp, static_cast<int>(o.kind), static_cast<int>(o.ablation),
-                                  o.hint_budget, static_cast<int>(o.hint_model), o.sibling ? 1 : 0};
+    const std::int64_t opts[10] = {o.hidden, o.steps, o.proj, o.mlp, static_cast<int>(o.kind), static_cast<int>(o.ablation),
+                                   o.hint_budget, static_cast<int>(o.hint_model), o.sibling ? 1 : 0, o.dynamic_sel ? 1 : 0};
     const std::string pattern(reinterpret_cast<const char*>(opts), sizeof opts);
     const auto at = bytes.find(pattern);
     REQUIRE(at != std::string::npos);
-    for (std::size_t field : {std::size_t{3}, std::size_t{8}}) {  // mlp doubled; the sibling flag set
+    for (std::size_t field : {std::size_t{3}, std::size_t{8}, std::size_t{9}}) {  // mlp doubled; a flag set
       CAPTURE(field);
-      std::int64_t patched[9];
+      std::int64_t patched[10];
       std::copy(std::begin(opts), std::end(opts), patched);
-      patched[field] = field == 3 ? 2 * o.mlp : 1 - patched[8];
+      patched[field] = field == 3 ? 2 * o.mlp : 1 - patched[field];
       std::string damaged = bytes;
       damaged.replace(at, sizeof patched, reinterpret_cast<const char*>(patched), sizeof patched);
       write_file_atomic(bad, damaged);

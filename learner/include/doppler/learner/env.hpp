@@ -47,6 +47,18 @@ inline constexpr int device_feature_count = 10;
 /// The columns a policy without a hint reads (the first ones).
 inline constexpr int device_feature_count_no_hint = 7;
 
+/// Columns of SEL's dynamic features for a ready op v (policy_options::dynamic_sel; an addition to
+/// the paper, whose SEL reads only static inputs), in order. Times are divided by the graph's
+/// critical-path length; the two lags are relative to the ready set, so the op that could start
+/// first has 0:
+enum class sel_feature : std::uint8_t {
+  est_lag,       ///< v's earliest start on its best valid device (cp's EST, transfers included)
+                 ///< − the smallest such EST over the ready set
+  ready_lag,     ///< the latest end of v's producers (0 for none) − the smallest over the ready set
+  follows_last,  ///< 1 when v consumes the output of the op assigned just before, else 0
+};
+inline constexpr int sel_feature_count = 3;
+
 class assignment_env {
  public:
   /// The graph, cluster, cost model and features must outlive the environment. With
@@ -96,6 +108,9 @@ class assignment_env {
   /// number of valid devices (0 means the op fits nowhere: errc::infeasible on assign).
   std::size_t device_features(op_index v, std::span<float> out, std::span<std::uint8_t> valid);
 
+  /// Fills out[i * sel_feature_count + k] for the i-th op of ready() (sel_feature above).
+  void sel_features(std::span<float> out);
+
   /// The teacher's choice set now: the ready ops of maximum bottom level (cp ties, relative 1e-9);
   /// with a teacher placement that has an order, the ready ops next on their teacher devices.
   void teacher_ops(std::vector<op_index>& out) const;
@@ -113,6 +128,8 @@ class assignment_env {
 
  private:
   void compute_est(op_index v);
+  /// The smallest EST of v over the devices it fits on (over all devices when it fits on none).
+  double best_est(op_index v);
 
   const graph& g_;
   const cluster& c_;
@@ -154,6 +171,7 @@ class assignment_env {
   matching hint_match_;
   std::vector<double> hint_work_;  // [hint device t][device d]: compute of ops with hint t on d
   std::vector<double> sibling_;  // per device: sibling_work of device_features' op
+  std::vector<double> sel_times_;  // sel_features' scratch
   bool interchangeable(device_index a, device_index b) const;
   /// The first op of an unmatched placement device t assigned to an unmatched interchangeable d matches them.
   void match(matching& m, device_index t, device_index d) const;

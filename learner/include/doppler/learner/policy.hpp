@@ -3,7 +3,8 @@
 ///
 /// An encoder (edge-conditioned message passing + GRU over the bidirectional graph) runs once per
 /// (problem, parameter version); its outputs are cached. SEL's scores depend only on static
-/// inputs, so every op's SEL logit is computed once; PLC's per-step work is a small MLP over the
+/// inputs, so every op's SEL logit is computed once (with policy_options::dynamic_sel, SEL's first
+/// layer over them is, and a small per-step term is added); PLC's per-step work is a small MLP over the
 /// dynamic device features plus cached per-op terms. Rollouts run without autograd; the training
 /// updates recompute the log-probabilities of a whole episode in one batched, differentiable pass.
 
@@ -94,6 +95,14 @@ struct policy_options {
   /// consumers on purpose rather than through the greedy rule's tie-breaking (docs/learner.md, "The
   /// sibling feature"). Any kind but the Placeto-/GDP-like baselines; saved in checkpoints. Off: the paper's inputs.
   bool sibling = false;
+  /// SEL also reads per-step features of each ready op (sel_feature, env.hpp: how much later than
+  /// the ready set's first it could start, how much later its inputs are done, whether it consumes
+  /// the op just assigned), so its order can depend on the state: logit(v, t) = w · relu(A h_v +
+  /// W s_{v,t} + b) + c, where A h_v (SEL's first layer over its static input) is computed once
+  /// per episode and only the small W s_{v,t} per step. Without it (the paper's SEL) every op has
+  /// one score per episode, so identical ops (the shards of an attention layer) always tie.
+  /// Dual only, not with the plc-only ablation; saved in checkpoints. docs/learner.md, "Dynamic SEL".
+  bool dynamic_sel = false;
   /// The device-feature columns the network reads, in this order: the paper's (the first
   /// device_feature_count_no_hint), the two hint columns with a hint, sibling_work with `sibling`.
   std::vector<int> device_columns() const {
@@ -212,6 +221,9 @@ struct episode {
   std::vector<op_index> ready;
   std::vector<float> dev_feat;        ///< [t][d][device_feature_count]
   std::vector<std::uint8_t> dev_valid;///< [t][d]
+  /// policy_options::dynamic_sel only: SEL's features of every ready op at every step, in the
+  /// order of `ready` ([k][sel_feature_count]); empty otherwise.
+  std::vector<float> sel_feat;
   /// joint policy only: the device features and validity of every ready op at every step, in the
   /// order of `ready` ([k][d][device_feature_count], [k][d]); dev_feat/dev_valid hold the chosen op's.
   std::vector<float> pair_feat;
