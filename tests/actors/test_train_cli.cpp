@@ -90,6 +90,15 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   CHECK(forced.out.find("50% teacher-forced") != std::string::npos);
   check_refused(base + "--policy-kind joint --il-teacher-forcing 0.5 -o " + (t / "z2.pt"), "--il-teacher-forcing");
   check_refused(base + "--il-teacher-forcing 1.5 -o " + (t / "z2.pt"), "--il-teacher-forcing");
+  // --dynamic-sel: SEL reads per-step features; a head without SEL, or a static checkpoint, is refused.
+  auto dyn = sh(base + "--dynamic-sel --il-episodes 2 --rl-episodes 2 --batch 2 -o " + (t / "ds.pt"));
+  CAPTURE(dyn.out);
+  REQUIRE(dyn.code == 0);
+  CHECK(sh(base + "--init " + (t / "ds.pt") + " --dynamic-sel --il-episodes 0 --rl-episodes 2 --batch 2 -o " +
+           (t / "ds2.pt")).code == 0);
+  check_refused(base + "--init " + (t / "e.pt") + " --dynamic-sel -o " + (t / "ds3.pt"), "--dynamic-sel");
+  check_refused(base + "--policy-kind joint --dynamic-sel -o " + (t / "ds3.pt"), "--dynamic-sel");
+  check_refused(base + "--ablation plc-only --dynamic-sel -o " + (t / "ds3.pt"), "--dynamic-sel");
   {  // the curriculum's imitation.teacher_symmetry does the same
     std::ofstream cfg(t / "sym.json");
     cfg << R"({"format": "doppler-curriculum/1", "imitation": {"teacher": "heft", "teacher_symmetry": true}})";
