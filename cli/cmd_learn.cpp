@@ -357,7 +357,7 @@ void add_train(CLI::App& app) {
     learner::problem& pb = problems.front();
     std::vector<const learner::problem*> pbs;
     for (const auto& q : problems) pbs.push_back(&q);
-    const nlohmann::json settings = train_settings(*o, problems, pol);
+    const nlohmann::json settings = train_settings(*o, problems);
     if (o->resume) check_resume_settings(resume_path, resume_settings, settings);
     const auto& po = pol.options();
     std::cerr << fmt::format(

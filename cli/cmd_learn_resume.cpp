@@ -48,9 +48,22 @@ stop_on_signals::~stop_on_signals() {
   sigaction(SIGTERM, &old_->term_, nullptr);
 }
 
+namespace {
+
+/// Settings `doppler train` gained after training states were first written (173f744), each with
+/// the value that trains as before it existed: a state written without the key is continued by a
+/// command that has that value.
+const nlohmann::json settings_added_later = {{"--sibling-feature", false},
+                                             {"--teacher-symmetry", false},
+                                             {"--il-teacher-forcing", 0.0},
+                                             {"--dynamic-sel", false}};
+
+}  // namespace
+
 void check_resume_settings(const std::string& file, const nlohmann::json& then, const nlohmann::json& now) {
   for (const auto& [key, value] : now.items()) {
     const auto it = then.find(key);
+    if (it == then.end() && settings_added_later.contains(key) && settings_added_later[key] == value) continue;
     if (it == then.end() || *it != value)
       throw error(errc::bad_argument, file, "--resume",
                   fmt::format("the interrupted training ran with {} {}, this command has {}: --resume continues the "

@@ -217,8 +217,7 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
                     std::to_string(pol.options().hint_budget));
 }
 
-nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems,
-                              const learner::policy& pol) {
+nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems) {
   const auto& t = o.t;
   std::vector<std::string> fps;
   for (const auto& q : problems) fps.push_back(fmt::format("{:016x}", q.fingerprint()));
@@ -234,8 +233,8 @@ nlohmann::json train_settings(const train_flags& o, const std::vector<learner::p
           {"--ppo-clip", t.ppo_clip}, {"--ppo-epochs", t.ppo_epochs}, {"--ppo-target-kl", t.ppo_target_kl},
           {"--self-imitation", t.self_imitation}, {"--self-imitation-gate", t.self_imitation_gate},
           {"eval_every", t.eval_every}, {"--seed", t.seed}, {"--policy-kind", o.kind}, {"--ablation", o.ablation},
-          {"--hint", pol.options().hint}, {"--active-search", pol.options().active_search},
-          {"--sibling-feature", pol.options().sibling}, {"--dynamic-sel", pol.options().dynamic_sel}};
+          {"--hint", o.p.hint}, {"--active-search", o.p.active_search},
+          {"--sibling-feature", o.p.sibling}, {"--dynamic-sel", o.p.dynamic_sel}};
 }
 
 }  // namespace doppler::cli

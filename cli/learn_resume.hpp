@@ -28,7 +28,9 @@ class stop_on_signals {
 };
 
 /// Throws errc::bad_argument (file `file`, field --resume) naming the first setting in which `now`
-/// differs from `then` (the settings a training state was saved with).
+/// differs from `then` (the settings a training state was saved with). A setting added to `doppler
+/// train` after `then` was written is missing there; it counts as recorded with the value that
+/// trains as before it existed (off), so such states still resume with the flag left off.
 void check_resume_settings(const std::string& file, const nlohmann::json& then, const nlohmann::json& now);
 
 }  // namespace doppler::cli

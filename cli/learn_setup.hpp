@@ -57,10 +57,11 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
 void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App& cmd);
 
 /// What a training state records of this run, and --resume compares: every setting that changes
-/// phases I and II, flags by name; the graphs, clusters and costs by what the policy sees of them
-/// (the problems' fingerprints).
-nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems,
-                              const learner::policy& pol);
+/// phases I and II, flags by name, as the command (and its curriculum) gives them — not as the
+/// policy has them: a resumed policy comes from the state, so a network flag that contradicts it
+/// (--hint, --sibling-feature, --dynamic-sel, --active-search) is refused rather than ignored; the
+/// graphs, clusters and costs by what the policy sees of them (the problems' fingerprints).
+nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems);
 
 /// Whether `--teacher` names a placement file: not cp, auto or a placer name (a placer name wins
 /// over a file of that name).

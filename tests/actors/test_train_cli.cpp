@@ -6,12 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -394,6 +396,25 @@ TEST_CASE("doppler train --resume: stopped by SIGTERM, resumed, the same trainin
   // --resume must repeat the command: another seed is refused, naming it.
   check_refused(base + "--seed 4 --resume -o " + (t / "r.pt"), "--seed");
   check_refused(base + "--resume -o " + (t / "none.pt"), "no training state to continue");
+  {  // A state written before the later flags existed (its settings lack them) resumes with them off ...
+    auto text = [](const fs::path& f) {
+      std::ifstream in(f, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    const std::string raw = text(t / "r.pt.resume");
+    auto doc = nlohmann::json::from_cbor(std::vector<std::uint8_t>(raw.begin(), raw.end()));
+    for (const char* key : {"--sibling-feature", "--teacher-symmetry", "--il-teacher-forcing", "--dynamic-sel"}) {
+      REQUIRE(doc["settings"].contains(key));
+      doc["settings"].erase(key);
+    }
+    const auto bytes = nlohmann::json::to_cbor(doc);
+    for (const char* name : {"r.pt.resume", "old.pt.resume"}) {
+      std::ofstream out(t / name, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    // ... and not with one of them on: the state does not say how it was trained with it.
+    check_refused(base + "--dynamic-sel --resume -o " + (t / "old.pt"), "--dynamic-sel");
+  }
   auto resumed = sh(run + " --resume");
   CAPTURE(resumed.out);
   REQUIRE(resumed.code == 0);

@@ -2,10 +2,10 @@
 //   * one phase-II training episode on the paper's 417-node graph (8gpu_full_transformer.txt, 367 ops as imported) on
 //     doppler-paper:8: a sampled rollout, its simulated makespan, and a REINFORCE update on it —
 //     at the default sizes (hidden 64, 4 steps) and the paper's (hidden 128, 6 steps); the
-//     single-policy ablation (`joint`) at the default sizes beside it;
+//     single-policy ablation (`joint`), a metis hint and dynamic SEL at the default sizes beside it;
 //   * greedy inference (the deployment placement: encode + |V| SEL/PLC steps) on llama-layer
 //     graphs of 961, 3073 and 9985 ops on doppler-paper:8; counter `per_op` (seconds per op) shows
-//     whether the time grows linearly with the graph.
+//     whether the time grows linearly with the graph; the same with dynamic SEL.
 // The baseline in the same harness is the cp teacher on the same graphs, the list scheduler the
 // policy imitates (its per-op cost is the floor of any rollout that keeps cp's timeline).
 //   build/tests/perf/bench_learner --benchmark_min_time=0.5
@@ -56,7 +56,8 @@ void per_op(benchmark::State& state, std::size_t n) {
   state.counters["ops"] = static_cast<double>(n);
 }
 
-/// args: hidden, steps, kind (0 dual, 1 joint, 2 dual with a metis hint: two more PLC columns and SEL's rank input)
+/// args: hidden, steps, kind (0 dual, 1 joint, 2 dual with a metis hint: two more PLC columns and
+/// SEL's rank input, 3 dual with dynamic SEL: every ready op's features at every step)
 void bm_train_episode(benchmark::State& state) {
   const graph& g = paper_graph();
   cost_model cm;
@@ -66,6 +67,7 @@ void bm_train_episode(benchmark::State& state) {
   po.steps = static_cast<int>(state.range(1));
   po.kind = state.range(2) == 1 ? learner::policy_kind::joint : learner::policy_kind::dual;
   if (state.range(2) == 2) po.hint = "metis";
+  po.dynamic_sel = state.range(2) == 3;
   learner::policy pol(po);
   sim_options so;
   std::uint64_t seed = 1;
@@ -78,11 +80,12 @@ void bm_train_episode(benchmark::State& state) {
     benchmark::DoNotOptimize(pol.reinforce_update(pb, {&ep, 1}, {&adv, 1}, 0.99, 0.01));
   }
   state.counters["ops"] = static_cast<double>(g.size());
-  const char* kinds[] = {"dual", "joint", "dual+hint"};
+  const char* kinds[] = {"dual", "joint", "dual+hint", "dual+dynamic-sel"};
   state.SetLabel(std::string(kinds[state.range(2)]) + " hidden " + std::to_string(po.hidden) +
                  ", steps " + std::to_string(po.steps));
 }
-BENCHMARK(bm_train_episode)->Args({64, 4, 0})->Args({128, 6, 0})->Args({64, 4, 1})->Args({64, 4, 2})->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_train_episode)->Args({64, 4, 0})->Args({128, 6, 0})->Args({64, 4, 1})->Args({64, 4, 2})->Args({64, 4, 3})
+    ->Unit(benchmark::kMillisecond);
 
 /// Greedy placement from scratch (problem features, encoding and the rollout), args: layers.
 void bm_inference(benchmark::State& state) {
@@ -96,6 +99,21 @@ void bm_inference(benchmark::State& state) {
   per_op(state, g.size());
 }
 BENCHMARK(bm_inference)->Arg(5)->Arg(16)->Arg(52)->Unit(benchmark::kMillisecond);
+
+/// The same with dynamic SEL: each step also computes every ready op's best EST (ready set × devices).
+void bm_inference_dynamic_sel(benchmark::State& state) {
+  const graph& g = llama(state.range(0));
+  cost_model cm;
+  learner::policy_options po;
+  po.dynamic_sel = true;
+  learner::policy pol(po);
+  for (auto _ : state) {
+    learner::problem pb(g, paper8(), cm);
+    benchmark::DoNotOptimize(pol.place(pb));
+  }
+  per_op(state, g.size());
+}
+BENCHMARK(bm_inference_dynamic_sel)->Arg(5)->Arg(16)->Arg(52)->Unit(benchmark::kMillisecond);
 
 /// The cp teacher on the same graphs.
 void bm_baseline_cp(benchmark::State& state) {
