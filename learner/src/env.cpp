@@ -113,6 +113,17 @@ void assignment_env::sel_features(std::span<float> out) {
   if (out.size() < r * nf) throw error(errc::bad_argument, "learner: SEL feature buffer too small");
   const op_index last = p_.order.empty() ? static_cast<op_index>(-1) : p_.order.back();
   sel_times_.resize(2 * r);  // per ready op: best EST, latest producer end
+  // An op without producers (a weight: wide graphs have thousands ready at once) starts on d when
+  // d is free: its best EST is the first device it fits on in order of availability.
+  const auto n_dev = static_cast<device_index>(c_.device_count());
+  by_avail_.resize(n_dev);
+  for (device_index d = 0; d < n_dev; ++d) by_avail_[d] = d;
+  std::stable_sort(by_avail_.begin(), by_avail_.end(), [&](device_index a, device_index b) { return avail_[a] < avail_[b]; });
+  auto entry_est = [&](op_index v) {
+    for (device_index d : by_avail_)
+      if (!respect_memory_ || mem_used_[d] + g_[v].bytes <= c_[d].memory) return avail_[d];
+    return avail_[by_avail_.front()];  // fits nowhere: over all devices, as best_est
+  };
   double min_est = std::numeric_limits<double>::infinity(), min_data = min_est;
   for (std::size_t i = 0; i < r; ++i) {
     const op_index v = ready_[i];
@@ -122,7 +133,7 @@ void assignment_env::sel_features(std::span<float> out) {
       data = std::max(data, end_[u]);
       follows = follows || u == last;
     }
-    sel_times_[2 * i] = best_est(v);
+    sel_times_[2 * i] = g_.preds(v).empty() ? entry_est(v) : best_est(v);
     sel_times_[2 * i + 1] = data;
     min_est = std::min(min_est, sel_times_[2 * i]);
     min_data = std::min(min_data, data);

@@ -262,6 +262,7 @@ double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float*
 
 /// SEL's logit for ready op v with its dynamic features s (policy_options::dynamic_sel).
 double sel_logit(const rollout_cache& c, op_index v, const float* s, int m) {
+  if (std::all_of(s, s + sel_feature_count, [](float x) { return x == 0.0f; })) return c.sel[v] + c.sel_at_zero[v];
   double logit = c.sel[v] + c.sel_out_b;
   for (int j = 0; j < m; ++j) {
     float a = c.sel_hidden[v * m + j];

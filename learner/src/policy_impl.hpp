@@ -7,6 +7,7 @@
 #include <doppler/learner/policy.hpp>
 #include <doppler/runtime/cpu_kernels.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -63,6 +64,8 @@ struct rollout_cache {
   // (sel then holds the active-search offsets only); empty otherwise.
   std::vector<float> sel_hidden, sel_dyn_w, sel_out_w;
   float sel_out_b = 0;
+  std::vector<double> sel_at_zero;  // [N]: the per-step term's logit when every feature is 0
+
 };
 
 using detail::to_vector;
@@ -161,6 +164,14 @@ struct policy::impl {
       c.sel_dyn_w = to_vector(model->sel_dyn->weight);
       c.sel_out_w = to_vector(model->sel2->weight);
       c.sel_out_b = model->sel2->bias.item<float>();
+      // Most ready ops of a wide graph (its weights: no producers, ready from the start) have all
+      // features 0 at most steps; their logit is this one, not a per-step MLP (bench_learner).
+      const auto m = static_cast<std::size_t>(opt.mlp);
+      const std::size_t n = c.sel_hidden.size() / m;
+      c.sel_at_zero.assign(n, c.sel_out_b);
+      for (std::size_t v = 0; v < n; ++v)
+        for (std::size_t j = 0; j < m; ++j)
+          c.sel_at_zero[v] += static_cast<double>(c.sel_out_w[j]) * std::max(c.sel_hidden[v * m + j], 0.0f);
     }
     return c;
   }

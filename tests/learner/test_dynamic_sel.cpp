@@ -76,6 +76,26 @@ TEST_CASE("SEL features: each ready op's lags behind the ready set's first and w
   CHECK(devs == std::vector<device_index>{0});
   std::vector<float> small(0);
   CHECK_THROWS_AS(env.sel_features(small), error);
+
+  // An op without producers starts on the first free device it fits on: x (100 MB) does not fit
+  // on the slow device, which is free; the fast one is busy with y until 1/3 s. Time unit: 1 s (x).
+  graph_builder eb("entries");
+  eb.add(synth("x", {}, 3e10, 1e8));
+  eb.add(synth("y", {}, 1e10, 1e6));
+  eb.add(synth("z", {}, 1e10, 1e6));
+  graph ge = std::move(eb).build();
+  cluster fs = learner_fixtures::fast_slow();
+  auto fe = compute_features(ge, fs, cm);
+  REQUIRE(fe.time_scale == doctest::Approx(1.0));
+  assignment_env e2(ge, fs, cm, fe);
+  e2.assign(1, 0);  // y on the fast device, 0 .. 1/3 s
+  e2.sel_features(s);  // ready x, z
+  CHECK(col(s, 0, sel_feature::est_lag) == doctest::Approx(1.0 / 3.0));
+  CHECK(col(s, 1, sel_feature::est_lag) == 0.0f);
+  assignment_env e3(ge, fs, cm, fe, false);  // memory not respected: x may start on the slow device at 0
+  e3.assign(1, 0);
+  e3.sel_features(s);
+  CHECK(col(s, 0, sel_feature::est_lag) == 0.0f);
 }
 
 TEST_CASE("a dynamic-SEL policy: rollout and batched recomputation agree, and it starts as the static SEL") {

@@ -172,6 +172,7 @@ class assignment_env {
   std::vector<double> hint_work_;  // [hint device t][device d]: compute of ops with hint t on d
   std::vector<double> sibling_;  // per device: sibling_work of device_features' op
   std::vector<double> sel_times_;  // sel_features' scratch
+  std::vector<device_index> by_avail_;  // sel_features' scratch: devices by time available
   bool interchangeable(device_index a, device_index b) const;
   /// The first op of an unmatched placement device t assigned to an unmatched interchangeable d matches them.
   void match(matching& m, device_index t, device_index d) const;
