@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 namespace doppler::cli {
 
@@ -194,6 +195,15 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
     } catch (const error& e) {
       throw error(e.code(), "", "--active-search", e.reason());
     }
+  }
+  // The network's sizes come from the file the policy was read from (--init or --resume's state):
+  // a size flag that differs is refused, not ignored. (--resume's other flags: train_settings.)
+  if (!o.init.empty() || o.resume) {
+    const std::string from = o.resume ? "the interrupted training's state" : "the checkpoint given with --init";
+    for (auto [flag, want, have] : {std::tuple{"--hidden", o.p.hidden, pol.options().hidden},
+                                    std::tuple{"--steps", o.p.steps, pol.options().steps}})
+      if (cmd.count(flag) > 0 && want != have)
+        throw error(errc::bad_argument, "", flag, from + " has a network of " + flag + " " + std::to_string(have));
   }
   if (!o.init.empty() && cmd.count("--ablation") > 0 && pol.options().ablation != o.p.ablation)
     throw error(errc::bad_argument, "", "--ablation",

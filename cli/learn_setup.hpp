@@ -53,14 +53,16 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd);
 void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graphs);
 
 /// `--init`: the loaded checkpoint takes --active-search's rate when one is set; flags that
-/// contradict its network (--ablation, --hint, --sibling-feature, --dynamic-sel, --hint-budget) are refused.
+/// contradict its network (--ablation, --hint, --sibling-feature, --dynamic-sel, --hint-budget) are
+/// refused. With --init or --resume, --hidden and --steps that differ from the network read are refused.
 void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App& cmd);
 
 /// What a training state records of this run, and --resume compares: every setting that changes
 /// phases I and II, flags by name, as the command (and its curriculum) gives them — not as the
-/// policy has them: a resumed policy comes from the state, so a network flag that contradicts it
-/// (--hint, --sibling-feature, --dynamic-sel, --active-search) is refused rather than ignored; the
-/// graphs, clusters and costs by what the policy sees of them (the problems' fingerprints).
+/// policy has them: a resumed policy comes from the state, so a flag that differs from the
+/// interrupted command's (--hint, --sibling-feature, --dynamic-sel, --active-search included) is
+/// refused rather than ignored; the graphs, clusters and costs by what the policy sees of them
+/// (the problems' fingerprints).
 nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems);
 
 /// Whether `--teacher` names a placement file: not cp, auto or a placer name (a placer name wins

@@ -156,16 +156,22 @@ episode_tensors make_episode_tensors(const episode& ep, std::size_t n_ops, std::
     et.teacher_ops = csr_mask(ep.teacher_op_off, ep.teacher_ops, n);
     et.teacher_devs = csr_mask(ep.teacher_dev_off, ep.teacher_devs, d);
   }
-  if (!ep.sel_feat.empty()) {  // dynamic SEL: one row per ready entry
+  if (ep.dynamic_sel) {  // every ready entry, and the sparse rows of non-zero SEL features
     const auto k = static_cast<std::int64_t>(ep.ready.size());
-    if (ep.sel_feat.size() != static_cast<std::size_t>(k) * sel_feature_count)
-      throw error(errc::bad_argument, "learner: the episode's SEL features do not match its ready sets");
-    std::vector<std::int64_t> rop(ep.ready.begin(), ep.ready.end()), rstep(static_cast<std::size_t>(k));
+    const auto r = static_cast<std::int64_t>(ep.sel_rows.size());
+    bool ok = ep.sel_feat.size() == static_cast<std::size_t>(r) * sel_feature_count;
+    for (std::size_t i = 0; ok && i < ep.sel_rows.size(); ++i)
+      ok = ep.sel_rows[i] < ep.ready.size() && (i == 0 || ep.sel_rows[i - 1] < ep.sel_rows[i]);
+    if (!ok) throw error(errc::bad_argument, "learner: the episode's SEL features do not match its ready sets");
+    std::vector<std::int64_t> rop(ep.ready.begin(), ep.ready.end()), rstep(static_cast<std::size_t>(k)),
+        rows(ep.sel_rows.begin(), ep.sel_rows.end());
     for (std::int64_t s = 0; s < t; ++s)
       for (std::uint32_t i = ep.ready_off[s]; i < ep.ready_off[s + 1]; ++i) rstep[i] = s;
-    et.sel_feat = torch::from_blob(const_cast<float*>(ep.sel_feat.data()), {k, sel_feature_count}, torch::kFloat).clone();
     et.ready_op = long_tensor(rop);
     et.ready_step = long_tensor(rstep);
+    et.sel_rows = long_tensor(rows);
+    et.sel_feat = r == 0 ? torch::zeros({0, sel_feature_count})
+                         : torch::from_blob(const_cast<float*>(ep.sel_feat.data()), {r, sel_feature_count}, torch::kFloat).clone();
   }
   return et;
 }
@@ -299,11 +305,17 @@ std::pair<torch::Tensor, torch::Tensor> net_impl::joint_log_probs(const encoded&
 torch::Tensor net_impl::sel_step_logits(const encoded& e, const episode_tensors& et) {
   const auto t = et.ops.size(0), n = e.sel_logits.size(0);
   if (!e.sel_hidden.defined()) return e.sel_logits.unsqueeze(0).expand({t, n});
-  if (!et.sel_feat.defined())
+  if (!et.ready_op.defined())
     throw error(errc::bad_argument, "learner: the episode has no SEL features (recorded by a policy without dynamic SEL)");
-  // Each ready entry's logit, scattered into a [T, N] grid (entries not ready stay 0: masked).
-  auto hidden = e.sel_hidden.index_select(0, et.ready_op) + sel_dyn(et.sel_feat);        // [K, m]
-  auto entry = sel2(torch::relu(hidden)).squeeze(1) + e.sel_logits.index_select(0, et.ready_op);  // [K]
+  // Each ready entry's logit: the all-zero-features one per op, replaced on the sparse rows by the
+  // full term, plus the offsets; scattered into a [T, N] grid (entries not ready stay 0: masked).
+  auto entry = sel2(torch::relu(e.sel_hidden)).squeeze(1).index_select(0, et.ready_op);  // [K]
+  if (et.sel_rows.numel() > 0) {
+    auto ops = et.ready_op.index_select(0, et.sel_rows);
+    auto dyn = sel2(torch::relu(e.sel_hidden.index_select(0, ops) + sel_dyn(et.sel_feat))).squeeze(1);  // [R]
+    entry = entry.index_copy(0, et.sel_rows, dyn);
+  }
+  entry = entry + e.sel_logits.index_select(0, et.ready_op);
   return torch::zeros({t * n}).index_copy(0, et.ready_step * n + et.ready_op, entry).view({t, n});
 }
 

@@ -64,9 +64,11 @@ struct episode_tensors {
   torch::Tensor dev_valid;    ///< [T, D] bool
   torch::Tensor teacher_ops;  ///< [T, N] bool (undefined without labels)
   torch::Tensor teacher_devs; ///< [T, D] bool (undefined without labels)
-  // dynamic_sel: every ready entry k of every step (undefined for an episode without sel_feat).
-  torch::Tensor sel_feat;     ///< [K, sel_feature_count]
+  // An episode recorded with dynamic SEL (undefined otherwise): every ready entry k of every step,
+  // and the entries whose features are not all 0.
   torch::Tensor ready_op, ready_step;  ///< [K] long
+  torch::Tensor sel_rows;     ///< [R] long into K
+  torch::Tensor sel_feat;     ///< [R, sel_feature_count]
   // joint policy: every ready entry k of every step, padded per step to R = max ready size.
   torch::Tensor pair_feat;    ///< [K, D, device_feature_count]
   torch::Tensor pair_valid;   ///< [K, D] bool

@@ -261,15 +261,19 @@ double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float*
 }
 
 /// SEL's logit for ready op v with its dynamic features s (policy_options::dynamic_sel).
+/// With all features 0 the sum is the one cached per episode (bit for bit: a = hidden exactly).
 double sel_logit(const rollout_cache& c, op_index v, const float* s, int m) {
-  if (std::all_of(s, s + sel_feature_count, [](float x) { return x == 0.0f; })) return c.sel[v] + c.sel_at_zero[v];
-  double logit = c.sel[v] + c.sel_out_b;
-  for (int j = 0; j < m; ++j) {
-    float a = c.sel_hidden[v * m + j];
-    for (int k = 0; k < sel_feature_count; ++k) a += c.sel_dyn_w[j * sel_feature_count + k] * s[k];
-    logit += static_cast<double>(c.sel_out_w[j]) * std::max(a, 0.0f);
+  double acc = 0;
+  if (std::all_of(s, s + sel_feature_count, [](float x) { return x == 0.0f; })) {
+    acc = c.sel_at_zero[v];
+  } else {
+    for (int j = 0; j < m; ++j) {
+      float a = c.sel_hidden[v * m + j];
+      for (int k = 0; k < sel_feature_count; ++k) a += c.sel_dyn_w[j * sel_feature_count + k] * s[k];
+      acc += static_cast<double>(c.sel_out_w[j]) * std::max(a, 0.0f);
+    }
   }
-  return logit;
+  return static_cast<double>(c.sel[v]) + static_cast<double>(c.sel_out_b) + acc;
 }
 
 /// One step of the single-policy ablation: PLC's network scores every (ready op, valid device) pair,
@@ -363,6 +367,8 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
   const policy_ablation abl = impl_->opt.ablation;
   const bool dynamic = impl_->opt.dynamic_sel;
   constexpr std::size_t sf = sel_feature_count;
+  std::vector<float> sel_buf;
+  ep.dynamic_sel = dynamic;
   std::vector<double> z;
   std::vector<op_index> t_ops;
   std::vector<device_index> t_devs;
@@ -385,11 +391,17 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
     } else {
       z.resize(ready.size());
       if (dynamic) {  // the per-step term on top of SEL's cached first layer (net.hpp)
-        const std::size_t k0 = ep.sel_feat.size();
-        ep.sel_feat.resize(k0 + ready.size() * sf);
-        env.sel_features(std::span<float>(&ep.sel_feat[k0], ready.size() * sf));
-        for (std::size_t i = 0; i < ready.size(); ++i)
-          z[i] = sel_logit(c, ready[i], &ep.sel_feat[k0 + i * sf], m) / tau;
+        const std::size_t k0 = ep.ready.size() - ready.size();  // this step's first entry in ep.ready
+        sel_buf.resize(ready.size() * sf);
+        env.sel_features(sel_buf);
+        for (std::size_t i = 0; i < ready.size(); ++i) {
+          const float* s = &sel_buf[i * sf];
+          z[i] = sel_logit(c, ready[i], s, m) / tau;
+          if (std::any_of(s, s + sf, [](float x) { return x != 0.0f; })) {
+            ep.sel_rows.push_back(static_cast<std::uint32_t>(k0 + i));
+            ep.sel_feat.insert(ep.sel_feat.end(), s, s + sf);
+          }
+        }
       } else {
         for (std::size_t i = 0; i < ready.size(); ++i) z[i] = c.sel[ready[i]] / tau;
       }

@@ -64,7 +64,7 @@ struct rollout_cache {
   // (sel then holds the active-search offsets only); empty otherwise.
   std::vector<float> sel_hidden, sel_dyn_w, sel_out_w;
   float sel_out_b = 0;
-  std::vector<double> sel_at_zero;  // [N]: the per-step term's logit when every feature is 0
+  std::vector<double> sel_at_zero;  // [N]: Σ_j w_j relu(hidden_vj), the per-step sum when every feature is 0
 
 };
 
@@ -168,7 +168,7 @@ struct policy::impl {
       // features 0 at most steps; their logit is this one, not a per-step MLP (bench_learner).
       const auto m = static_cast<std::size_t>(opt.mlp);
       const std::size_t n = c.sel_hidden.size() / m;
-      c.sel_at_zero.assign(n, c.sel_out_b);
+      c.sel_at_zero.assign(n, 0.0);
       for (std::size_t v = 0; v < n; ++v)
         for (std::size_t j = 0; j < m; ++j)
           c.sel_at_zero[v] += static_cast<double>(c.sel_out_w[j]) * std::max(c.sel_hidden[v * m + j], 0.0f);

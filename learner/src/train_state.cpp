@@ -46,7 +46,10 @@ json episode_json(const episode& e) {
           {"teacher_devs", bytes_of(e.teacher_devs)},
           {"agree", {e.sel_agree, e.plc_agree, e.both_agree}},
           {"log_prob", e.log_prob},
-          {"temperature", e.temperature}};
+          {"temperature", e.temperature},
+          {"dynamic_sel", e.dynamic_sel},
+          {"sel_rows", bytes_of(e.sel_rows)},
+          {"sel_feat", bytes_of(e.sel_feat)}};
 }
 
 /// Field access with errors naming the file and the field.
@@ -131,6 +134,16 @@ struct reader {
     e.temperature = number(j, where, "temperature");
     if (e.ready_off.empty() || e.ready_off.size() != e.result.order.size() + 1 || e.ready_off.back() != e.ready.size())
       fail(errc::bad_value, where + ".ready_off", "does not match the episode's steps and ready set");
+    if (j.contains("dynamic_sel")) {  // absent in states written before 2026-12-07 (static SEL only)
+      if (!j["dynamic_sel"].is_boolean()) fail(errc::bad_type, where + ".dynamic_sel", "expected true or false");
+      e.dynamic_sel = j["dynamic_sel"].get<bool>();
+      e.sel_rows = bytes<std::uint32_t>(j, where, "sel_rows");
+      e.sel_feat = bytes<float>(j, where, "sel_feat");
+      bool ok = e.sel_feat.size() == e.sel_rows.size() * sel_feature_count && (e.dynamic_sel || e.sel_rows.empty());
+      for (std::size_t i = 0; ok && i < e.sel_rows.size(); ++i)
+        ok = e.sel_rows[i] < e.ready.size() && (i == 0 || e.sel_rows[i - 1] < e.sel_rows[i]);
+      if (!ok) fail(errc::bad_value, where + ".sel_rows", "does not match the episode's ready set and SEL features");
+    }
     return e;
   }
 };

@@ -101,6 +101,10 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   check_refused(base + "--init " + (t / "e.pt") + " --dynamic-sel -o " + (t / "ds3.pt"), "--dynamic-sel");
   check_refused(base + "--policy-kind joint --dynamic-sel -o " + (t / "ds3.pt"), "--dynamic-sel");
   check_refused(base + "--ablation plc-only --dynamic-sel -o " + (t / "ds3.pt"), "--dynamic-sel");
+  // A network read from a file keeps its sizes: --hidden or --steps that differ are refused.
+  const std::string unsized = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --init " + (t / "ds.pt");
+  check_refused(unsized + " --hidden 32 -o " + (t / "ds3.pt"), "a network of --hidden 16");
+  check_refused(unsized + " --steps 3 -o " + (t / "ds3.pt"), "a network of --steps 2");
   {  // the curriculum's imitation.teacher_symmetry does the same
     std::ofstream cfg(t / "sym.json");
     cfg << R"({"format": "doppler-curriculum/1", "imitation": {"teacher": "heft", "teacher_symmetry": true}})";
@@ -414,6 +418,9 @@ TEST_CASE("doppler train --resume: stopped by SIGTERM, resumed, the same trainin
     }
     // ... and not with one of them on: the state does not say how it was trained with it.
     check_refused(base + "--dynamic-sel --resume -o " + (t / "old.pt"), "--dynamic-sel");
+    std::string wider = base;
+    wider.replace(wider.find("--hidden 16"), 11, "--hidden 32");
+    check_refused(wider + "--resume -o " + (t / "old.pt"), "state has a network of --hidden 16");
   }
   auto resumed = sh(run + " --resume");
   CAPTURE(resumed.out);

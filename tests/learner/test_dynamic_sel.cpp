@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -67,13 +69,6 @@ TEST_CASE("SEL features: each ready op's lags behind the ready set's first and w
   CHECK(col(s, 0, sel_feature::est_lag) == 0.0f);
   CHECK(col(s, 0, sel_feature::ready_lag) == 0.0f);
   CHECK(col(s, 0, sel_feature::follows_last) == 0.0f);
-  // The features do not disturb the device features' EST (teacher_devices reads it after them).
-  std::vector<float> feat(2 * device_feature_count);
-  std::vector<std::uint8_t> valid(2);
-  env.device_features(1, feat, valid);
-  std::vector<device_index> devs;
-  env.teacher_devices(1, devs);
-  CHECK(devs == std::vector<device_index>{0});
   std::vector<float> small(0);
   CHECK_THROWS_AS(env.sel_features(small), error);
 
@@ -98,6 +93,39 @@ TEST_CASE("SEL features: each ready op's lags behind the ready set's first and w
   CHECK(col(s, 0, sel_feature::est_lag) == 0.0f);
 }
 
+TEST_CASE("SEL features leave the episode alone: the same steps with and without them give the same schedule") {
+  // assign() reuses the EST of the op device_features saw last; sel_features computes others' ESTs
+  // in between. Two environments take the same (op, device) steps, one computing SEL's features
+  // between device_features and assign at every step (a rollout computes them before both).
+  graph g = paper("8gpu_transformer_block.txt");
+  cluster c = make_preset("doppler-paper:8");
+  cost_model cm;
+  auto f = compute_features(g, c, cm);
+  assignment_env plain(g, c, cm, f), probed(g, c, cm, f);
+  const std::size_t nd = c.device_count();
+  std::vector<float> fa(nd * device_feature_count), fb(fa.size()), s;
+  std::vector<std::uint8_t> va(nd), vb(nd);
+  std::vector<device_index> ta, tb;
+  std::size_t step = 0;
+  while (!plain.done()) {
+    const op_index v = plain.ready()[step % plain.ready().size()];
+    plain.device_features(v, fa, va);
+    probed.device_features(v, fb, vb);
+    CHECK(fa == fb);
+    plain.teacher_devices(v, ta);
+    probed.teacher_devices(v, tb);
+    CHECK(ta == tb);
+    s.resize(probed.ready().size() * sel_feature_count);
+    probed.sel_features(s);  // between device_features and assign
+    const auto d = static_cast<device_index>(step % nd);
+    plain.assign(v, va[d] ? d : ta.front());
+    probed.assign(v, va[d] ? d : ta.front());
+    ++step;
+  }
+  CHECK(plain.result().device == probed.result().device);
+  CHECK(plain.schedule_end() == probed.schedule_end());
+}
+
 TEST_CASE("a dynamic-SEL policy: rollout and batched recomputation agree, and it starts as the static SEL") {
   graph g = paper("8gpu_transformer_block.txt");
   cluster c = make_preset("doppler-paper:8");
@@ -113,8 +141,18 @@ TEST_CASE("a dynamic-SEL policy: rollout and batched recomputation agree, and it
   auto b = dynamic.rollout(pb, rollout_options::sample(7));
   CHECK(b.result.order == a.result.order);
   CHECK(b.log_prob == doctest::Approx(a.log_prob).epsilon(1e-4));
+  CHECK_FALSE(a.dynamic_sel);
   CHECK(a.sel_feat.empty());
-  CHECK(b.sel_feat.size() == b.ready.size() * sel_feature_count);
+  // Sparse: only the entries with a non-zero feature are listed, ascending; on this graph some are.
+  REQUIRE(b.dynamic_sel);
+  CHECK(b.sel_feat.size() == b.sel_rows.size() * sel_feature_count);
+  CHECK(b.sel_rows.size() > 0);
+  CHECK(b.sel_rows.size() < b.ready.size());
+  CHECK(std::is_sorted(b.sel_rows.begin(), b.sel_rows.end()));
+  for (std::size_t k = 0; k < b.sel_rows.size(); ++k) {
+    const float* f = &b.sel_feat[k * sel_feature_count];
+    CHECK(std::any_of(f, f + sel_feature_count, [](float x) { return x != 0.0f; }));
+  }
   for (auto abl : {policy_ablation::none, policy_ablation::sel_only}) {
     auto o = with;
     o.ablation = abl;
@@ -127,7 +165,12 @@ TEST_CASE("a dynamic-SEL policy: rollout and batched recomputation agree, and it
     for (std::uint64_t seed : {1, 2}) {
       auto ep = pol.rollout(pb, rollout_options::sample(seed));
       CHECK_NOTHROW(check_placement(ep.result, g, c));
-      CHECK(pol.recompute_log_prob(pb, ep) == doctest::Approx(ep.log_prob).epsilon(1e-4));
+      const double lp = pol.recompute_log_prob(pb, ep);
+      CHECK(lp == doctest::Approx(ep.log_prob).epsilon(1e-5));
+      // The features matter to the recomputation: the same episode with them zeroed is another one.
+      auto zeroed = ep;
+      std::fill(zeroed.sel_feat.begin(), zeroed.sel_feat.end(), 0.0f);
+      CHECK(std::abs(pol.recompute_log_prob(pb, zeroed) - lp) > 1e-3);
     }
     // An episode recorded without SEL features cannot be recomputed by this policy.
     auto foreign = plain.rollout(pb, rollout_options::sample(3));

@@ -62,7 +62,8 @@ void check_same(const train_result& a, const train_result& b, policy& pa, policy
 /// Trains with `o`, stopping at the `stops`-th polls (1-based, ascending) and resuming each time
 /// from the state file the stop wrote; returns the final result and leaves the policy in `out`.
 train_result stop_and_resume(const std::vector<const problem*>& pbs, train_options o, std::vector<int> stops,
-                             std::optional<policy>& out, std::vector<int>* phases = nullptr) {
+                             std::optional<policy>& out, std::vector<int>* phases = nullptr,
+                             const policy_options& net = small_net()) {
   const std::string file = temp_path("resume_state.cbor");
   int polls = 0;
   std::size_t next = 0;
@@ -71,7 +72,7 @@ train_result stop_and_resume(const std::vector<const problem*>& pbs, train_optio
     if (phases) phases->push_back(s.phase);
     save_train_state(file, s, R"({"run": "test"})");
   };
-  out.emplace(small_net());
+  out.emplace(net);
   train_result r = train(*out, std::span<const problem* const>(pbs), o);
   train_state st;
   while (r.stopped) {
@@ -111,6 +112,28 @@ TEST_CASE("resume: a training stopped in phase I or II and resumed equals the un
       CHECK_FALSE(got.stopped);
       check_same(want, got, straight, *resumed, pbs);
     }
+  }
+}
+
+TEST_CASE("resume: dynamic SEL with self-imitation, its episode's SEL features kept in the state") {
+  graph g = paper("8gpu_transformer_block.txt");
+  cluster c = make_preset("doppler-paper:8");
+  cost_model cm;
+  problem pb(g, c, cm);
+  const std::vector<const problem*> pbs{&pb};
+  auto net = small_net();
+  net.dynamic_sel = true;
+  train_options o = settings(false);
+  o.self_imitation_gate = false;  // self-imitation after every update: the saved episode is used
+  policy straight(net);
+  const train_result want = train(straight, pb, o);
+  REQUIRE(want.self_imitation_updates > 0);
+  for (int stop : {3, 5}) {  // in phase II, with a self-imitation episode saved
+    CAPTURE(stop);
+    std::optional<policy> resumed;
+    const train_result got = stop_and_resume(pbs, o, {stop}, resumed, nullptr, net);
+    CHECK_FALSE(got.stopped);
+    check_same(want, got, straight, *resumed, pbs);
   }
 }
 

@@ -221,8 +221,11 @@ struct episode {
   std::vector<op_index> ready;
   std::vector<float> dev_feat;        ///< [t][d][device_feature_count]
   std::vector<std::uint8_t> dev_valid;///< [t][d]
-  /// policy_options::dynamic_sel only: SEL's features of every ready op at every step, in the
-  /// order of `ready` ([k][sel_feature_count]); empty otherwise.
+  /// Recorded by a policy with policy_options::dynamic_sel: SEL's per-step features of the ready
+  /// entries, sparse — sel_rows[k] indexes `ready` (ascending), sel_feat[k * sel_feature_count + f]
+  /// are its features; every entry not listed has all features 0 (most of them on wide graphs).
+  bool dynamic_sel = false;
+  std::vector<std::uint32_t> sel_rows;
   std::vector<float> sel_feat;
   /// joint policy only: the device features and validity of every ready op at every step, in the
   /// order of `ready` ([k][d][device_feature_count], [k][d]); dev_feat/dev_valid hold the chosen op's.
