@@ -221,10 +221,10 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
   if (!o.init.empty() && cmd.count("--dynamic-sel") > 0 && !pol.options().dynamic_sel)
     throw error(errc::bad_argument, "", "--dynamic-sel",
                 "the checkpoint given with --init has the paper's static SEL; its network is sized without the dynamic features");
-  if (!o.init.empty() && cmd.count("--hint-budget") > 0 && pol.options().hint_budget != o.p.hint_budget)
+  if ((!o.init.empty() || o.resume) && cmd.count("--hint-budget") > 0 && pol.options().hint_budget != o.p.hint_budget)
     throw error(errc::bad_argument, "", "--hint-budget",
-                "the checkpoint given with --init computes its hints with budget " +
-                    std::to_string(pol.options().hint_budget));
+                std::string(o.resume ? "the interrupted training's state" : "the checkpoint given with --init") +
+                    " computes its hints with budget " + std::to_string(pol.options().hint_budget));
 }
 
 nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems) {

@@ -54,7 +54,8 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
 
 /// `--init`: the loaded checkpoint takes --active-search's rate when one is set; flags that
 /// contradict its network (--ablation, --hint, --sibling-feature, --dynamic-sel, --hint-budget) are
-/// refused. With --init or --resume, --hidden and --steps that differ from the network read are refused.
+/// refused. With --init or --resume, --hidden, --steps and --hint-budget that differ from the
+/// policy read are refused.
 void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App& cmd);
 
 /// What a training state records of this run, and --resume compares: every setting that changes

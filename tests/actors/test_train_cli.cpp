@@ -421,6 +421,7 @@ TEST_CASE("doppler train --resume: stopped by SIGTERM, resumed, the same trainin
     std::string wider = base;
     wider.replace(wider.find("--hidden 16"), 11, "--hidden 32");
     check_refused(wider + "--resume -o " + (t / "old.pt"), "state has a network of --hidden 16");
+    check_refused(base + "--hint-budget 5 --resume -o " + (t / "old.pt"), "state computes its hints with budget 20000");
   }
   auto resumed = sh(run + " --resume");
   CAPTURE(resumed.out);
