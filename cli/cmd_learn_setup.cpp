@@ -178,7 +178,7 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
   if (o.t.il_teacher_forcing > 0 && o.t.il_episodes > 0 && o.p.kind != learner::policy_kind::dual)
     throw error(errc::bad_argument, "", "--il-teacher-forcing",
                 "follows the teacher with SEL's and PLC's heads; policy kind " + o.kind + " has no such heads (dual only)");
-  if (o.p.dynamic_sel && (o.p.kind != learner::policy_kind::dual || o.p.ablation == learner::policy_ablation::plc_only))
+  if (o.p.dynamic_sel && !o.p.has_sel_head())
     throw error(errc::bad_argument, "", "--dynamic-sel",
                 "feeds SEL's head; policy kind " + o.kind + (o.p.kind == learner::policy_kind::dual ? " with --ablation plc-only" : "") +
                     " has none (dual, without plc-only)");
@@ -196,14 +196,16 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
       throw error(e.code(), "", "--active-search", e.reason());
     }
   }
-  // The network's sizes come from the file the policy was read from (--init or --resume's state):
-  // a size flag that differs is refused, not ignored. (--resume's other flags: train_settings.)
+  // The network's sizes and hint budget come from the file the policy was read from (--init or
+  // --resume's state): a flag that differs is refused, not ignored. (--resume's others: train_settings.)
   if (!o.init.empty() || o.resume) {
     const std::string from = o.resume ? "the interrupted training's state" : "the checkpoint given with --init";
-    for (auto [flag, want, have] : {std::tuple{"--hidden", o.p.hidden, pol.options().hidden},
-                                    std::tuple{"--steps", o.p.steps, pol.options().steps}})
-      if (cmd.count(flag) > 0 && want != have)
-        throw error(errc::bad_argument, "", flag, from + " has a network of " + flag + " " + std::to_string(have));
+    const auto& have = pol.options();
+    for (auto [flag, want, its, what] :
+         {std::tuple{"--hidden", o.p.hidden, have.hidden, " has a network of --hidden "},
+          std::tuple{"--steps", o.p.steps, have.steps, " has a network of --steps "},
+          std::tuple{"--hint-budget", o.p.hint_budget, have.hint_budget, " computes its hints with budget "}})
+      if (cmd.count(flag) > 0 && want != its) throw error(errc::bad_argument, "", flag, from + what + std::to_string(its));
   }
   if (!o.init.empty() && cmd.count("--ablation") > 0 && pol.options().ablation != o.p.ablation)
     throw error(errc::bad_argument, "", "--ablation",
@@ -221,10 +223,6 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
   if (!o.init.empty() && cmd.count("--dynamic-sel") > 0 && !pol.options().dynamic_sel)
     throw error(errc::bad_argument, "", "--dynamic-sel",
                 "the checkpoint given with --init has the paper's static SEL; its network is sized without the dynamic features");
-  if ((!o.init.empty() || o.resume) && cmd.count("--hint-budget") > 0 && pol.options().hint_budget != o.p.hint_budget)
-    throw error(errc::bad_argument, "", "--hint-budget",
-                std::string(o.resume ? "the interrupted training's state" : "the checkpoint given with --init") +
-                    " computes its hints with budget " + std::to_string(pol.options().hint_budget));
 }
 
 nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems) {

@@ -176,7 +176,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
       r.fail(errc::bad_value, "policy.active_search", "needs policy kind \"dual\"");
     if (p.sibling && p.kind != policy_kind::dual && p.kind != policy_kind::joint)
       r.fail(errc::bad_value, "policy.sibling", "needs policy kind \"dual\" or \"joint\"");
-    if (p.dynamic_sel && (p.kind != policy_kind::dual || p.ablation == policy_ablation::plc_only))
+    if (p.dynamic_sel && !p.has_sel_head())
       r.fail(errc::bad_value, "policy.dynamic_sel", "needs policy kind \"dual\" with a SEL head (not ablation \"plc-only\")");
     r.integer(s, "policy", "hidden", p.hidden, 1, policy_options::max_width);
     r.integer(s, "policy", "steps", p.steps, 0, policy_options::max_steps);

@@ -84,7 +84,7 @@ assignment_env::assignment_env(const graph& g, const cluster& c, const cost_mode
 void assignment_env::compute_est(op_index v) {
   const auto n_dev = static_cast<device_index>(c_.device_count());
   for (device_index d = 0; d < n_dev; ++d) {
-    fits_[d] = !respect_memory_ || mem_used_[d] + g_[v].bytes <= c_[d].memory;
+    fits_[d] = fits(v, d);
     double t = avail_[d];
     for (op_index u : g_.preds(v)) {
       device_index du = p_.device[u];
@@ -97,14 +97,21 @@ void assignment_env::compute_est(op_index v) {
   est_op_ = v;
 }
 
+bool assignment_env::fits(op_index v, device_index d) const {
+  return !respect_memory_ || mem_used_[d] + g_[v].bytes <= c_[d].memory;
+}
+
+double assignment_env::min_fitting_est() const {
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t d = 0; d < est_.size(); ++d)
+    if (fits_[d]) best = std::min(best, est_[d]);
+  return best;
+}
+
 double assignment_env::best_est(op_index v) {
   compute_est(v);
-  double best = std::numeric_limits<double>::infinity(), any = best;
-  for (std::size_t d = 0; d < est_.size(); ++d) {
-    any = std::min(any, est_[d]);
-    if (fits_[d]) best = std::min(best, est_[d]);
-  }
-  return std::isfinite(best) ? best : any;
+  const double best = min_fitting_est();
+  return std::isfinite(best) ? best : *std::min_element(est_.begin(), est_.end());
 }
 
 void assignment_env::sel_features(std::span<float> out) {
@@ -121,7 +128,7 @@ void assignment_env::sel_features(std::span<float> out) {
   std::stable_sort(by_avail_.begin(), by_avail_.end(), [&](device_index a, device_index b) { return avail_[a] < avail_[b]; });
   auto entry_est = [&](op_index v) {
     for (device_index d : by_avail_)
-      if (!respect_memory_ || mem_used_[d] + g_[v].bytes <= c_[d].memory) return avail_[d];
+      if (fits(v, d)) return avail_[d];
     return avail_[by_avail_.front()];  // fits nowhere: over all devices, as best_est
   };
   double min_est = std::numeric_limits<double>::infinity(), min_data = min_est;
@@ -153,13 +160,8 @@ std::size_t assignment_env::device_features(op_index v, std::span<float> out,
   if (out.size() < n_dev * nf || valid.size() < n_dev)
     throw error(errc::bad_argument, "learner: device feature buffer too small");
   compute_est(v);
-  double best = std::numeric_limits<double>::infinity();
-  std::size_t n_valid = 0;
-  for (device_index d = 0; d < n_dev; ++d)
-    if (fits_[d]) {
-      best = std::min(best, est_[d]);
-      ++n_valid;
-    }
+  const double best = min_fitting_est();
+  const auto n_valid = static_cast<std::size_t>(std::count(fits_.begin(), fits_.end(), std::uint8_t{1}));
   const double s = 1.0 / f_.time_scale;
   std::fill(sibling_.begin(), sibling_.end(), 0.0);
   for (op_index x : g_.succs(v))
@@ -238,9 +240,7 @@ void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out)
     for (auto [w, b] : stand_in_buf_) devices_for(teacher_->device[w], out);
     if (!out.empty()) return;
   }
-  double best = std::numeric_limits<double>::infinity();
-  for (device_index d = 0; d < est_.size(); ++d)
-    if (fits_[d]) best = std::min(best, est_[d]);
+  const double best = min_fitting_est();
   for (device_index d = 0; d < est_.size(); ++d)
     if (fits_[d] && nearly_equal(est_[d], best)) out.push_back(d);
 }

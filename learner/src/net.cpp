@@ -159,10 +159,7 @@ episode_tensors make_episode_tensors(const episode& ep, std::size_t n_ops, std::
   if (ep.dynamic_sel) {  // every ready entry, and the sparse rows of non-zero SEL features
     const auto k = static_cast<std::int64_t>(ep.ready.size());
     const auto r = static_cast<std::int64_t>(ep.sel_rows.size());
-    bool ok = ep.sel_feat.size() == static_cast<std::size_t>(r) * sel_feature_count;
-    for (std::size_t i = 0; ok && i < ep.sel_rows.size(); ++i)
-      ok = ep.sel_rows[i] < ep.ready.size() && (i == 0 || ep.sel_rows[i - 1] < ep.sel_rows[i]);
-    if (!ok) throw error(errc::bad_argument, "learner: the episode's SEL features do not match its ready sets");
+    if (!ep.sel_rows_consistent()) throw error(errc::bad_argument, "learner: the episode's SEL features do not match its ready sets");
     std::vector<std::int64_t> rop(ep.ready.begin(), ep.ready.end()), rstep(static_cast<std::size_t>(k)),
         rows(ep.sel_rows.begin(), ep.sel_rows.end());
     for (std::int64_t s = 0; s < t; ++s)

@@ -115,7 +115,7 @@ policy::policy(const policy_options& opt) : impl_(std::make_unique<impl>(checked
   if (opt.sibling && is_baseline(opt.kind))
     throw error(errc::bad_argument, "learner: the sibling feature is one of PLC's device features; policy kind " +
                                         policy_kind_name(opt.kind) + " has none (dual or joint)");
-  if (opt.dynamic_sel && (opt.kind != policy_kind::dual || opt.ablation == policy_ablation::plc_only))
+  if (opt.dynamic_sel && !opt.has_sel_head())
     throw error(errc::bad_argument, "learner: dynamic SEL features feed SEL's head; policy kind " +
                                         policy_kind_name(opt.kind) + (opt.kind == policy_kind::dual ? " with ablation plc-only" : "") +
                                         " has none (dual, without plc-only)");
@@ -260,11 +260,11 @@ double plc_logit(const rollout_cache& c, op_index v, std::size_t d, const float*
   return logit;
 }
 
-/// SEL's logit for ready op v with its dynamic features s (policy_options::dynamic_sel).
-/// With all features 0 the sum is the one cached per episode (bit for bit: a = hidden exactly).
+/// SEL's logit for ready op v with its dynamic features s (policy_options::dynamic_sel); s = null
+/// when they are all 0: the sum cached per episode (bit for bit the same: a = hidden exactly).
 double sel_logit(const rollout_cache& c, op_index v, const float* s, int m) {
   double acc = 0;
-  if (std::all_of(s, s + sel_feature_count, [](float x) { return x == 0.0f; })) {
+  if (!s) {
     acc = c.sel_at_zero[v];
   } else {
     for (int j = 0; j < m; ++j) {
@@ -396,8 +396,9 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
         env.sel_features(sel_buf);
         for (std::size_t i = 0; i < ready.size(); ++i) {
           const float* s = &sel_buf[i * sf];
-          z[i] = sel_logit(c, ready[i], s, m) / tau;
-          if (std::any_of(s, s + sf, [](float x) { return x != 0.0f; })) {
+          const bool nonzero = std::any_of(s, s + sf, [](float x) { return x != 0.0f; });
+          z[i] = sel_logit(c, ready[i], nonzero ? s : nullptr, m) / tau;
+          if (nonzero) {  // recorded sparsely: episode::sel_rows
             ep.sel_rows.push_back(static_cast<std::uint32_t>(k0 + i));
             ep.sel_feat.insert(ep.sel_feat.end(), s, s + sf);
           }

@@ -65,7 +65,6 @@ struct rollout_cache {
   std::vector<float> sel_hidden, sel_dyn_w, sel_out_w;
   float sel_out_b = 0;
   std::vector<double> sel_at_zero;  // [N]: Σ_j w_j relu(hidden_vj), the per-step sum when every feature is 0
-
 };
 
 using detail::to_vector;

@@ -139,10 +139,7 @@ struct reader {
       e.dynamic_sel = j["dynamic_sel"].get<bool>();
       e.sel_rows = bytes<std::uint32_t>(j, where, "sel_rows");
       e.sel_feat = bytes<float>(j, where, "sel_feat");
-      bool ok = e.sel_feat.size() == e.sel_rows.size() * sel_feature_count && (e.dynamic_sel || e.sel_rows.empty());
-      for (std::size_t i = 0; ok && i < e.sel_rows.size(); ++i)
-        ok = e.sel_rows[i] < e.ready.size() && (i == 0 || e.sel_rows[i - 1] < e.sel_rows[i]);
-      if (!ok) fail(errc::bad_value, where + ".sel_rows", "does not match the episode's ready set and SEL features");
+      if (!e.sel_rows_consistent()) fail(errc::bad_value, where + ".sel_rows", "does not match the episode's ready set and SEL features");
     }
     return e;
   }

@@ -171,6 +171,11 @@ TEST_CASE("a dynamic-SEL policy: rollout and batched recomputation agree, and it
       auto zeroed = ep;
       std::fill(zeroed.sel_feat.begin(), zeroed.sel_feat.end(), 0.0f);
       CHECK(std::abs(pol.recompute_log_prob(pb, zeroed) - lp) > 1e-3);
+      // A row outside the ready entries (a damaged episode) is refused, not read out of bounds.
+      REQUIRE_FALSE(ep.sel_rows.empty());
+      auto damaged = ep;
+      damaged.sel_rows.back() = static_cast<std::uint32_t>(damaged.ready.size());
+      CHECK_THROWS_WITH_AS(pol.recompute_log_prob(pb, damaged), doctest::Contains("do not match"), error);
     }
     // An episode recorded without SEL features cannot be recomputed by this policy.
     auto foreign = plain.rollout(pb, rollout_options::sample(3));

@@ -128,6 +128,10 @@ class assignment_env {
 
  private:
   void compute_est(op_index v);
+  /// Whether v's output fits in d's memory now (always without respect_memory).
+  bool fits(op_index v, device_index d) const;
+  /// The smallest EST over the devices compute_est's op fits on (+inf when none).
+  double min_fitting_est() const;
   /// The smallest EST of v over the devices it fits on (over all devices when it fits on none).
   double best_est(op_index v);
 

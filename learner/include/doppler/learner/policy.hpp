@@ -116,6 +116,8 @@ struct policy_options {
     return cols;
   }
   int device_inputs() const { return static_cast<int>(device_columns().size()); }
+  /// SEL is a learned head: the dual policy, not ablated to plc-only (what dynamic_sel needs).
+  bool has_sel_head() const { return kind == policy_kind::dual && ablation != policy_ablation::plc_only; }
 
   policy_options& with_kind(policy_kind k) { kind = k; return *this; }
   policy_options& with_ablation(policy_ablation a) { ablation = a; return *this; }
@@ -227,6 +229,13 @@ struct episode {
   bool dynamic_sel = false;
   std::vector<std::uint32_t> sel_rows;
   std::vector<float> sel_feat;
+  /// sel_rows ascending and inside `ready`, sel_feat one row each, and no rows without dynamic_sel.
+  bool sel_rows_consistent() const {
+    if (sel_feat.size() != sel_rows.size() * sel_feature_count || (!dynamic_sel && !sel_rows.empty())) return false;
+    for (std::size_t i = 0; i < sel_rows.size(); ++i)
+      if (sel_rows[i] >= ready.size() || (i > 0 && sel_rows[i - 1] >= sel_rows[i])) return false;
+    return true;
+  }
   /// joint policy only: the device features and validity of every ready op at every step, in the
   /// order of `ready` ([k][d][device_feature_count], [k][d]); dev_feat/dev_valid hold the chosen op's.
   std::vector<float> pair_feat;
