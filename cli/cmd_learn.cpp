@@ -377,7 +377,8 @@ void add_train(CLI::App& app) {
                                       learner::score(pb, *pol.hint_for(pb), o->t.sim)),
         po.hidden, po.steps, po.proj,
         po.mlp, pol.parameter_count(),
-        po.active_search > 0 ? fmt::format(", active search lr {}", po.active_search) : std::string(),
+        (po.active_search > 0 ? fmt::format(", active search lr {}", po.active_search) : std::string()) +
+            (po.sibling ? ", sibling feature" : "") + (po.dynamic_sel ? ", dynamic SEL" : ""),
         o->init.empty() ? "" : " from " + o->init, o->t.il_episodes, teacher_desc, o->t.il_lr,
         o->t.il_epsilon, o->t.il_epsilon_final,
         o->t.il_teacher_forcing > 0 ? fmt::format(", {:g}% teacher-forced", 100 * o->t.il_teacher_forcing) : std::string(),

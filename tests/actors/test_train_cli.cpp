@@ -96,6 +96,7 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   auto dyn = sh(base + "--dynamic-sel --il-episodes 2 --rl-episodes 2 --batch 2 -o " + (t / "ds.pt"));
   CAPTURE(dyn.out);
   REQUIRE(dyn.code == 0);
+  CHECK(dyn.out.find(", dynamic SEL") != std::string::npos);  // the header names the policy's inputs
   CHECK(sh(base + "--init " + (t / "ds.pt") + " --dynamic-sel --il-episodes 0 --rl-episodes 2 --batch 2 -o " +
            (t / "ds2.pt")).code == 0);
   check_refused(base + "--init " + (t / "e.pt") + " --dynamic-sel -o " + (t / "ds3.pt"), "--dynamic-sel");
