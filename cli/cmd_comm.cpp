@@ -54,10 +54,7 @@ bool has_root(comm::collective k) {
 
 comm::demand make_demand(const cluster& c, const demand_opts& o) {
   if (auto kind = comm::parse_collective(o.spec)) {
-    if (!(o.chunk_bytes >= comm::min_chunk_bytes && o.chunk_bytes <= comm::max_chunk_bytes))
-      throw error(errc::bad_argument, "", "--chunk-bytes",
-                  fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", o.chunk_bytes,
-                              comm::min_chunk_bytes, comm::max_chunk_bytes));
+    check_chunk_bytes_flag(o.chunk_bytes);
     if (o.chunks_per_gpu < 1 || o.chunks_per_gpu > max_chunks_per_gpu)
       throw error(errc::bad_argument, "", "--chunks-per-gpu",
                   fmt::format("{} is outside 1..{}", o.chunks_per_gpu, max_chunks_per_gpu));

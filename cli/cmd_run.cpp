@@ -35,6 +35,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -94,6 +95,8 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& s, const std:
 /// the cluster a virtual device on it) when doppler was built with CUDA — a clear error otherwise.
 engine_options with_named_backend(engine_options o, const std::string& name, std::size_t devices,
                                   const std::string& flag) {
+  if (name != "cpu" && name != "null" && name != "emulate" && name != "cuda")
+    throw error(errc::bad_argument, "", flag, "unknown backend '" + name + "' (backends: cpu, null, emulate, cuda)");
   if (name != "cuda") return o.with_backend(name);
 #ifdef DOPPLER_HAVE_CUDA
   std::string why;
@@ -127,8 +130,17 @@ std::chrono::milliseconds busy_wait_flag(double seconds, const std::string& flag
 void attach_workers(engine& e, const cluster& c, const std::vector<std::string>& addresses, const std::string& flag,
                     const std::string& token_flag, std::ostream* report, const std::string& prefix) {
   const std::string token = token_or_env(token_flag);
+  // Every address is checked before the first connection. The engine maps a worker it already holds
+  // onto the same devices again (how it reconnects one): listed twice, it would serve those devices
+  // once and leave the rest of the cluster unmapped.
+  std::vector<std::pair<std::string, std::uint16_t>> parsed;
   for (const auto& w : addresses) {
-    auto [host, port] = host_port(w, flag, false);
+    parsed.push_back(host_port(w, flag, false));
+    if (std::count(parsed.begin(), parsed.end(), parsed.back()) > 1)
+      throw error(errc::bad_argument, "", flag,
+                  "worker " + parsed.back().first + ":" + std::to_string(parsed.back().second) + " is listed twice");
+  }
+  for (const auto& [host, port] : parsed) {
     auto ds = e.attach_worker(host, port, token);
     if (!report) continue;
     *report << prefix << "worker " << host << ":" << port << " serves";
@@ -237,7 +249,7 @@ void run_command(const run_flags& f) {
   to.mode = f.transfers;
   to.method = f.plan_method;
   to.refine = f.refine;
-  if (!(f.chunk_bytes > 0)) throw error(errc::bad_argument, "", "--chunk-bytes", "must be positive");
+  check_chunk_bytes_flag(f.chunk_bytes);
   to.chunk_bytes = f.chunk_bytes;
   engine_options eo = with_named_backend(engine_options{}, f.backend, c.device_count());
   eo.stragglers = parse_stragglers(f.stragglers, c);
@@ -303,7 +315,10 @@ void run_command(const run_flags& f) {
   const auto st = summarize(ms);
   const double m = st.mean, sd = st.std;
   const sim_result& last = r.runs.back();
-  if (!f.trace_file.empty()) write_file_atomic(f.trace_file, chrome_trace(*g, c, last, "cpu"));
+  // FORMATS.md's source is "cpu" or "cuda" for a run; `backend` says whether its op times were measured (cpu,
+  // cuda), modelled (emulate) or empty (null). Devices on --workers run the worker's own --backend.
+  if (!f.trace_file.empty())
+    write_file_atomic(f.trace_file, chrome_trace(*g, c, last, f.backend == "cuda" ? "cuda" : "cpu", f.backend));
   if (lc_actor && !f.save_policy.empty()) lc_actor->save(f.save_policy);
   std::vector<double> util;
   for (device_index d = 0; d < c.device_count(); ++d) util.push_back(last.utilization(d));
@@ -315,7 +330,7 @@ void run_command(const run_flags& f) {
                      {"makespan_s", m},             {"makespan_std_s", sd},  {"makespan_min_s", r.min_makespan()},
                      {"makespan_max_s", r.max_makespan()}, {"makespans_s", ms}, {"simulated_s", simulated},
                      {"utilization", util},         {"bytes_moved", bytes},  {"transfers", r.transfers.back()},
-                     {"transfer_mode", f.transfers}, {"planned_tensors", r.planned_tensors}};
+                     {"transfer_mode", f.transfers}, {"planned_tensors", r.planned_tensors}, {"backend", f.backend}};
     if (!f.trace_file.empty()) j["trace"] = f.trace_file;
     if (!r.failovers.empty()) j["failovers"] = r.failovers;
     j["busy_waited_s"] = busy_waited;

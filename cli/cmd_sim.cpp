@@ -4,6 +4,7 @@
 #include "summary.hpp"
 
 #include <doppler/comm/multicast.hpp>
+#include <doppler/comm/network.hpp>  // the chunk size range
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/error.hpp>
@@ -93,7 +94,7 @@ sim_setup load_setup(const sim_flags& f) {
   if (f.transfers == "planned") {
     if (s.so.model != sim_model::wc)
       throw error(errc::bad_argument, "", "--transfers", "planned transfers need --model wc");
-    if (!(f.chunk_bytes > 0)) throw error(errc::bad_argument, "", "--chunk-bytes", "must be positive");
+    check_chunk_bytes_flag(f.chunk_bytes);
     if (f.max_chunks < 1) throw error(errc::bad_argument, "", "--max-chunks", "must be at least 1");
     auto known = comm::method_names();
     if (std::find(known.begin(), known.end(), f.plan_method) == known.end())
@@ -258,6 +259,13 @@ void check_streams_flag(int streams) {
   if (streams < 1 || streams > max_streams)
     throw error(errc::bad_argument, "", "--streams",
                 "must be in [1, " + std::to_string(max_streams) + "], got " + std::to_string(streams));
+}
+
+void check_chunk_bytes_flag(double bytes, const char* flag) {
+  if (!(bytes >= comm::min_chunk_bytes && bytes <= comm::max_chunk_bytes))
+    throw error(errc::bad_argument, "", flag,
+                fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", bytes,
+                            comm::min_chunk_bytes, comm::max_chunk_bytes));
 }
 
 std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c, const std::string& flag) {

@@ -65,6 +65,9 @@ CLI::Validator non_negative();
 /// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per
 /// device); errc::bad_argument naming the flag otherwise (cmd_sim.cpp).
 void check_streams_flag(int streams);
+/// A chunk size flag (`flag`: --chunk-bytes): 1 byte to 1 TiB, the comm planner's range
+/// (comm::min_chunk_bytes..max_chunk_bytes); errc::bad_argument naming the flag otherwise (cmd_sim.cpp).
+void check_chunk_bytes_flag(double bytes, const char* flag = "--chunk-bytes");
 
 /// What a command works on when it is not told: a bare `doppler place`, `simulate`, `compare`, `run`
 /// or `train` places (runs, trains on) the generated Llama block on 4 virtual CPU devices, and says

@@ -7,12 +7,18 @@
 #include <doppler/runtime/cpu_kernels.hpp>
 #include <doppler/runtime/error.hpp>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <exception>
 #include <iostream>
 #include <string>
 
 int main(int argc, char** argv) {
   doppler::cli::restart_with_pinned_kernels(argv);  // before anything runs: it may restart the process
+  // The libraries' warnings (e.g. the comm planner falling back to a direct copy) go to stderr:
+  // stdout carries `--json` objects and `-o -` documents, which a log line would corrupt.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("doppler"));
   CLI::App app{
       "doppler: work-conserving execution, learned placement and planned communication for ML "
       "dataflow graphs.\n"

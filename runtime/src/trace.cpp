@@ -25,7 +25,8 @@ std::string micros(double seconds) { return fmt::format("{}", seconds * 1e6); }
 using trace_json::micros;
 using trace_json::quote;
 
-std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, std::string_view source) {
+std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, std::string_view source,
+                         std::string_view backend) {
   const std::size_t devices = c.device_count();
   auto pid_of = [&](const trace_event& e) -> std::size_t {
     return e.what == trace_event::kind::op ? e.where + 1 : devices + e.where + 1;
@@ -114,9 +115,10 @@ std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, 
     }
   }
   events.close();
-  fmt::format_to(it, "\"displayTimeUnit\": \"ms\", \"otherData\": {{\"makespan_s\": {}, \"source\": {}, "
+  fmt::format_to(it, "\"displayTimeUnit\": \"ms\", \"otherData\": {{\"makespan_s\": {}, \"source\": {}, {}"
                      "\"cluster\": {}, \"graph\": {}, \"events\": {}}}}}\n",
-                 r.makespan, quote(source), quote(c.name()), quote(g.name()), r.events.size());
+                 r.makespan, quote(source), backend.empty() ? std::string() : "\"backend\": " + quote(backend) + ", ",
+                 quote(c.name()), quote(g.name()), r.events.size());
   return out;
 }
 

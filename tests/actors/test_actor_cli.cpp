@@ -58,7 +58,21 @@ TEST_CASE("doppler run --json: measured and simulated makespans, trace written")
     std::ifstream in(t / "trace.json");
     auto trace = nlohmann::json::parse(in);
     CHECK(trace["otherData"]["source"] == "cpu");
+    CHECK(trace["otherData"]["backend"] == "cpu");
+    CHECK(j["backend"] == "cpu");
   }
+  // An emulated run's op times are modelled: its trace and its JSON say so.
+  auto em = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:3 --backend emulate --repeat 1 --json --trace " +
+               (t / "em.json"));
+  REQUIRE_MESSAGE(em.code == 0, em.out);
+  CHECK(nlohmann::json::parse(em.out)["backend"] == "emulate");
+  std::ifstream in(t / "em.json");
+  auto trace = nlohmann::json::parse(in);
+  CHECK(trace["otherData"]["source"] == "cpu");  // FORMATS.md: "simulator", "cpu" or "cuda"
+  CHECK(trace["otherData"]["backend"] == "emulate");
+  auto bogus = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:3 --backend bogus");
+  CHECK(bogus.code == 2);
+  CHECK(bogus.out.find("backends: cpu, null, emulate, cuda") != std::string::npos);
 }
 
 TEST_CASE("doppler run without --graph runs the generated Llama block on cpu:4") {
@@ -150,6 +164,9 @@ TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
   auto unreachable = sh(run + "127.0.0.1:1");        // nobody listens there
   CHECK(unreachable.code == 1);
   CHECK(unreachable.out.find("worker 127.0.0.1:1") != std::string::npos);
+  auto twice = sh(run + "127.0.0.1:1 --workers 127.0.0.1:1");  // refused before connecting to either
+  CHECK(twice.code == 2);
+  CHECK(twice.out.find("127.0.0.1:1 is listed twice") != std::string::npos);
   CHECK(sh(cli + " worker --cluster cpu:2 --devices cpu7").code == 2);
   CHECK(sh(cli + " worker --devices cpu:2 --listen nonsense").code == 2);
   CHECK(sh(cli + " worker --devices cpu:2 --listen 127.0.0.1:99999").code == 2);

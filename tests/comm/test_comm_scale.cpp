@@ -85,5 +85,11 @@ TEST_CASE("MSCCL export: one peer per thread block, dependencies on receives") {
   odd.collective = "custom";
   const std::string named = to_msccl_xml(net, d, r.sched, odd);
   CHECK(named.rfind("<algo name=\"a&lt;&amp;&gt;&quot;b\"", 0) == 0);
+  // Control characters, which XML 1.0 allows in no form, never reach the document raw: tab and
+  // newline as character references, the others as U+FFFD.
+  odd.name = std::string("x\x01y\tz\n", 6);
+  const std::string ctl = to_msccl_xml(net, d, r.sched, odd);
+  CHECK(ctl.rfind("<algo name=\"x\xEF\xBF\xBDy&#9;z&#10;\"", 0) == 0);
+  CHECK(std::none_of(ctl.begin(), ctl.end(), [](char ch) { return ch > 0 && ch < 0x20 && ch != '\n'; }));
   CHECK(named.find("coll=\"custom\"") != std::string::npos);
 }

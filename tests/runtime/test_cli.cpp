@@ -218,6 +218,19 @@ TEST_CASE("cli: simulate --transfers planned moves shared tensors by plan on dgx
   bad = run(d, "simulate --graph g.json --cluster dgx1-v100 --transfers planned --plan-method nope");
   CHECK(bad.rc == 2);
   CHECK(bad.err.find("--plan-method") != std::string::npos);
+  for (const char* size : {"inf", "0.5", "1e-300", "2e12"}) {  // the comm planner's range, 1 B to 1 TiB
+    bad = run(d, std::string("simulate --graph g.json --cluster dgx1-v100 --transfers planned --chunk-bytes ") + size);
+    CHECK_MESSAGE(bad.rc == 2, size);
+    CHECK(bad.err.find("--chunk-bytes") != std::string::npos);
+    CHECK(bad.err.find("not a chunk size") != std::string::npos);
+  }
+  // The ring method plans allgathers only: the planner falls back to direct copies and warns, on
+  // stderr, so --json's stdout stays one JSON object.
+  auto ring = run(d, "simulate --graph g.json --cluster dgx1-v100 --placement p.json --transfers planned "
+                     "--plan-method ring --json");
+  REQUIRE_MESSAGE(ring.rc == 0, ring.err);
+  CHECK(ring.err.find("copying directly") != std::string::npos);
+  CHECK(nlohmann::json::parse(ring.out)["transfers"] == "planned");
 }
 
 TEST_CASE("cli: compare --json, csv and svg") {

@@ -101,7 +101,10 @@ double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& 
                             const sim_options& opt);
 
 /// Chrome trace event JSON (docs/simulator.md, "Trace") of a simulated or measured run: one process per device and per
-/// link, op id and kind in `args`, `otherData.makespan_s` and `otherData.source`.
-std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, std::string_view source);
+/// link, op id and kind in `args`, `otherData.makespan_s` and `otherData.source` (FORMATS.md: "simulator", "cpu" or
+/// "cuda"); a non-empty `backend` adds `otherData.backend`, the runtime backend by name (cpu, null, emulate, cuda),
+/// which tells a measured run from one whose op times were modelled (emulate) or empty (null).
+std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, std::string_view source,
+                         std::string_view backend = {});
 
 }  // namespace doppler
