@@ -43,7 +43,8 @@ double max_abs_diff(const tensor& a, const tensor& b) noexcept {
   double m = 0;
   for (std::size_t i = 0; i < a.numel(); ++i) {
     double d = std::fabs(double(a[i]) - double(b[i]));
-    if (!(d <= m)) m = d;  // NaN propagates as the maximum
+    if (std::isnan(d)) return d;  // a NaN on either side is the answer: no later value may hide it
+    if (d > m) m = d;
   }
   return m;
 }

@@ -151,6 +151,20 @@ TEST_CASE("synthetic_rounds and the kernel's loop order match cpu::synthetic bit
   }
 }
 
+TEST_CASE("device_options: matmul precision follows each graph's dtype unless told otherwise") {
+  graph_builder b16("h", dtype::bf16), b32("f", dtype::f32);
+  b16.input("x", {2, 2});
+  b32.input("x", {2, 2});
+  const graph g16 = std::move(b16).build(), g32 = std::move(b32).build();
+  dc::device_options o;  // the default: follow the graph
+  CHECK(o.matmul_in_bf16(g16));
+  CHECK_FALSE(o.matmul_in_bf16(g32));
+  o.follow_dtype = false;  // then bf16_matmul decides for every graph
+  CHECK_FALSE(o.matmul_in_bf16(g16));
+  o.bf16_matmul = true;
+  CHECK(o.matmul_in_bf16(g32));
+}
+
 TEST_CASE("chunk_range cuts a transfer into disjoint covering chunks") {
   CHECK(dc::chunk_count(0, 64) == 1);
   CHECK(dc::chunk_count(100, 0) == 1);

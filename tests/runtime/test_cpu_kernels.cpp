@@ -254,6 +254,21 @@ TEST_CASE("fill rule: .ones inputs, scale sqrt(3/n), range, determinism by seed 
   CHECK(op_seed(1, "a") != op_seed(2, "a"));
 }
 
+TEST_CASE("max_abs_diff: the largest difference, and a NaN anywhere is never hidden by a later value") {
+  tensor a({3}, {0.0f, 1.0f, 2.0f}), b({3}, {0.25f, 1.5f, 2.0f});
+  CHECK(max_abs_diff(a, b) == 0.5);
+  CHECK(max_abs_diff(a, a) == 0.0);
+  CHECK(std::isinf(max_abs_diff(a, tensor({2}, {0.0f, 1.0f}))));  // shapes differ
+  for (std::size_t at = 0; at < 3; ++at) {  // first, middle and last element
+    tensor n = a;
+    n[at] = std::nanf("");
+    CAPTURE(at);
+    CHECK(std::isnan(max_abs_diff(n, b)));
+    CHECK(std::isnan(max_abs_diff(b, n)));
+    CHECK_FALSE(max_abs_diff(n, b) <= 1e-3);  // a tolerance check fails on it
+  }
+}
+
 TEST_CASE("execute_op checks its inputs and names the op") {
   graph_builder b("g");
   b.input("x", {2, 3});

@@ -39,7 +39,8 @@ double rel_error(const tensor& a, const tensor& ref) {
   if (a.shape() != ref.shape()) return INFINITY;
   double peak = 0;
   for (float v : ref.values()) peak = std::max(peak, std::fabs(double(v)));
-  return max_abs_diff(a, ref) / std::max(peak, 1e-30);
+  const double diff = max_abs_diff(a, ref);  // NaN where either side has one: an error, not a pass
+  return std::isnan(diff) ? INFINITY : diff / std::max(peak, 1e-30);
 }
 
 struct stats {

@@ -35,7 +35,7 @@ std::size_t norm_axis(std::int64_t axis, std::size_t rank) {
 /// Row-major C (batch × m × n) = A (batch × m × k) · B (k × n, shared, or batch × k × n): the
 /// column-major identity Cᵀ = Bᵀ Aᵀ, so cuBLAS sees (n × k) · (k × m).
 void matmul(cuda_device::impl& dev, stream_state& st, const device_tensor& a, const device_tensor& b,
-            const device_tensor& c) {
+            const device_tensor& c, bool bf16) {
   const shape_t& as = a.shape();
   const shape_t& bs = b.shape();
   const std::uint64_t m = static_cast<std::uint64_t>(as[as.size() - 2]), k = static_cast<std::uint64_t>(as.back());
@@ -53,7 +53,7 @@ void matmul(cuda_device::impl& dev, stream_state& st, const device_tensor& a, co
   const long long sa = static_cast<long long>(m * k), sb = static_cast<long long>(k * n),
                   sc = static_cast<long long>(m * n);
   const float one = 1.0f, zero = 0.0f;
-  if (!dev.options.bf16_matmul) {
+  if (!bf16) {
     DOPPLER_CUBLAS_CHECK(cublasSgemmStridedBatched(st.blas, CUBLAS_OP_N, CUBLAS_OP_N, cols, rows, inner, &one, b.data(),
                                                    cols, sb, a.data(), inner, sa, &zero, c.data(), cols, sc, count));
     return;
@@ -94,7 +94,7 @@ void enqueue_op(cuda_device::impl& dev, stream_state& st, const graph& g, op_ind
       DOPPLER_CUDA_CHECK(kernels::fill(out.data(), n, op_seed(seed, o.id), input_fill_scale(o.shape), is_ones, s));
       return;
     }
-    case op_kind::matmul: return matmul(dev, st, *in[0], *in[1], out);
+    case op_kind::matmul: return matmul(dev, st, *in[0], *in[1], out, dev.options.matmul_in_bf16(g));
     case op_kind::add: return binary(ew::add);
     case op_kind::mul: return binary(ew::mul);
     case op_kind::silu: return unary(ew::silu, 1.0f);

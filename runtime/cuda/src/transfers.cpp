@@ -122,7 +122,8 @@ std::vector<tensor> execute_reference_cuda(const graph& g, const cuda_reference_
   device_options d;
   d.gpu = options.gpu;
   d.streams = 1;
-  d.bf16_matmul = options.follow_dtype ? g.element_type() == dtype::bf16 : options.bf16_matmul;
+  d.follow_dtype = options.follow_dtype;
+  d.bf16_matmul = options.bf16_matmul;
   cuda_device dev(0, d);
   std::vector<device_tensor> out(g.size());
   std::vector<const device_tensor*> args;

@@ -55,7 +55,8 @@ std::size_t element_count(const shape_t& s);
 
 /// True when both tensors have the same shape and bitwise-identical values.
 bool bitwise_equal(const tensor& a, const tensor& b) noexcept;
-/// Largest |a[i] − b[i]|; +inf when the shapes differ.
+/// Largest |a[i] − b[i]|; +inf when the shapes differ, NaN when any difference is NaN (wherever it
+/// sits: a check `!(diff <= tol)` then fails on it).
 double max_abs_diff(const tensor& a, const tensor& b) noexcept;
 /// True when every value is finite.
 bool all_finite(const tensor& t) noexcept;

@@ -48,7 +48,13 @@ struct device_options {
   int gpu = 0;                 ///< physical GPU ordinal
   int streams = 4;             ///< compute streams (ops run concurrently up to this many)
   std::size_t pool_release_threshold = std::size_t(1) << 30;  ///< bytes the pool keeps cached
-  bool bf16_matmul = false;    ///< matmul inputs rounded to bf16, f32 accumulate (bf16 graphs)
+  /// Matmul precision. `follow_dtype` (the default): each op's graph decides, a bf16 graph's matmuls
+  /// round their inputs to bf16 and accumulate in f32, any other graph's run in f32 — so an actor
+  /// backend made before any graph is known (`doppler run --backend cuda`) computes a bf16 graph as
+  /// execute_reference_cuda does. Otherwise `bf16_matmul` decides for every graph.
+  bool follow_dtype = true;
+  bool bf16_matmul = false;
+  bool matmul_in_bf16(const graph& g) const { return follow_dtype ? g.element_type() == dtype::bf16 : bf16_matmul; }
 };
 
 class cuda_device;
