@@ -274,7 +274,11 @@ void add_train(CLI::App& app) {
                   o->out + " exists: name it with -o to overwrite it, or give another file");
     std::vector<graph> graphs;
     if (o->graphs.empty()) graphs.push_back(load_graph_or_default(""));
-    for (const auto& path : o->graphs) graphs.push_back(load_graph(path));
+    for (const auto& path : o->graphs) {
+      graphs.push_back(load_graph(path));
+      if (graphs.back().size() == 0)  // no step to learn, and a cp makespan of 0 to divide by
+        throw error(errc::bad_value, path, "ops", "the graph has no ops: nothing to train on");
+    }
     // How the reports name graph k.
     auto graph_name = [&](std::size_t k) { return graph_label(o->graphs.empty() ? std::string() : o->graphs[k]); };
     note_default_cluster(cluster_opt);

@@ -56,7 +56,8 @@ namespace {
 const nlohmann::json settings_added_later = {{"--sibling-feature", false},
                                              {"--teacher-symmetry", false},
                                              {"--il-teacher-forcing", 0.0},
-                                             {"--dynamic-sel", false}};
+                                             {"--dynamic-sel", false},
+                                             {"--init", ""}};
 
 }  // namespace
 

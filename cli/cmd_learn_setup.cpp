@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <tuple>
 
 namespace doppler::cli {
@@ -21,6 +22,18 @@ namespace doppler::cli {
 bool teacher_is_file(const std::string& name) {
   return name != "cp" && name != "auto" && !is_placer(name);
 }
+
+namespace {
+
+bool looks_like_file(const std::string& name) {
+  return name.ends_with(".json") || name.find('/') != std::string::npos || std::filesystem::exists(name);
+}
+
+std::string not_a_teacher(const std::string& name) {
+  return "'" + name + "' is neither a placer (" + placer_list() + ") nor a placement file";
+}
+
+}  // namespace
 
 std::shared_ptr<const placement> resolve_teacher(const std::string& name, int budget, const graph& g, const cluster& c,
                                                  const cost_model& cm, const learner::train_options& t,
@@ -47,10 +60,8 @@ std::shared_ptr<const placement> resolve_teacher(const std::string& name, int bu
     return std::make_shared<const placement>(std::move(single));
   }
   if (teacher_is_file(name)) {
-    if (name.ends_with(".json") || name.find('/') != std::string::npos || std::filesystem::exists(name))
-      return std::make_shared<const placement>(load_placement(name, g, c));
-    throw error(errc::unknown_kind, "", "--teacher",
-                "'" + name + "' is neither a placer (" + placer_list() + ") nor a placement file");
+    if (looks_like_file(name)) return std::make_shared<const placement>(load_placement(name, g, c));
+    throw error(errc::unknown_kind, "", "--teacher", not_a_teacher(name));
   }
   auto pl = make_placer(name);
   placer_options po;
@@ -124,7 +135,11 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd) {
   if (given("--ppo-clip")) t.ppo_clip = o.t.ppo_clip;
   if (given("--ppo-epochs")) t.ppo_epochs = o.t.ppo_epochs;
   if (given("--ppo-target-kl")) t.ppo_target_kl = o.t.ppo_target_kl;
-  if (!given("--teacher")) o.teacher = cur.teacher;
+  if (!given("--teacher")) {
+    o.teacher = cur.teacher;  // the file's imitation.teacher, named as such when it is no teacher
+    if (teacher_is_file(o.teacher) && !looks_like_file(o.teacher))
+      throw error(errc::unknown_kind, o.config, "imitation.teacher", not_a_teacher(o.teacher));
+  }
   if (!given("--teacher-budget")) o.teacher_budget = cur.teacher_budget;
   if (!given("--teacher-symmetry")) o.teacher_symmetry = cur.teacher_symmetry;
   if (!given("--algorithm")) o.algorithm = t.ppo ? "ppo" : "reinforce";
@@ -142,6 +157,7 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd) {
   if (!given("--ablation")) o.ablation = learner::policy_ablation_name(p.ablation);
   o.t = t;
   o.p = p;
+  o.config_policy_keys = cur.policy_keys;
   o.model = o.t.sim.model == sim_model::simple ? "simple" : "wc";
 }
 
@@ -163,6 +179,26 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
   if (o.algorithm != "reinforce" && o.algorithm != "ppo")
     throw error(errc::bad_argument, "", "--algorithm", "unknown algorithm '" + o.algorithm + "' (reinforce, ppo)");
   o.t.ppo = o.algorithm == "ppo";
+  // A flag that cannot act in this run is said, not silently dropped (not refused: scripts pass a
+  // budget or a phase-III setting to every run of a sweep, e.g. scripts/teacher_compare.sh).
+  const bool real = o.t.real_episodes > 0, remote = !o.real_workers.empty();
+  const std::tuple<const char*, bool, const char*> unused[] = {
+      {"--ppo-epochs", o.t.ppo, "--algorithm ppo"},
+      {"--ppo-clip", o.t.ppo, "--algorithm ppo"},
+      {"--ppo-target-kl", o.t.ppo, "--algorithm ppo"},
+      {"--real-repeat", real, "--real-episodes"},
+      {"--real-check", real, "--real-episodes"},
+      {"--real-batch", real, "--real-episodes"},
+      {"--real-eval-every", real, "--real-episodes"},
+      {"--real-confirm", real, "--real-episodes"},
+      {"--real-select-margin", real, "--real-episodes"},
+      {"--token", remote, "--real-workers"},
+      {"--busy-wait", remote, "--real-workers"},
+      {"--teacher-budget", o.teacher == "search", "--teacher search"},
+      {"--hint-budget", !o.p.hint.empty(), "--hint"},
+  };
+  for (const auto& [flag, acts, needs] : unused)
+    if (!acts && cmd.count(flag) > 0) std::cerr << "doppler train: note: " << flag << " has no effect without " << needs << "\n";
   try {
     o.t.baseline = learner::parse_baseline(o.baseline);
   } catch (const error& e) {
@@ -196,33 +232,37 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
       throw error(e.code(), "", "--active-search", e.reason());
     }
   }
-  // The network's sizes and hint budget come from the file the policy was read from (--init or
-  // --resume's state): a flag that differs is refused, not ignored. (--resume's others: train_settings.)
-  if (!o.init.empty() || o.resume) {
-    const std::string from = o.resume ? "the interrupted training's state" : "the checkpoint given with --init";
-    const auto& have = pol.options();
-    for (auto [flag, want, its, what] :
-         {std::tuple{"--hidden", o.p.hidden, have.hidden, " has a network of --hidden "},
-          std::tuple{"--steps", o.p.steps, have.steps, " has a network of --steps "},
-          std::tuple{"--hint-budget", o.p.hint_budget, have.hint_budget, " computes its hints with budget "}})
-      if (cmd.count(flag) > 0 && want != its) throw error(errc::bad_argument, "", flag, from + what + std::to_string(its));
+  // The network comes from the file the policy was read from (--init or --resume's state): a setting
+  // of it that this command gives, by flag or in --config's file, and that differs is refused, not
+  // ignored. (--resume also compares every setting with the interrupted command's: train_settings.)
+  if (o.init.empty() && !o.resume) return;
+  const std::string from = o.resume ? "the interrupted training's state" : "the checkpoint given with --init";
+  const auto& have = pol.options();
+  const auto yes_no = [](bool b) { return std::string(b ? "true" : "false"); };
+  struct network_setting {
+    const char* flag;  // "" where only the curriculum sets it
+    const char* key;   // policy.<key> in the curriculum
+    std::string want, its;
+  };
+  const network_setting settings[] = {
+      {"--policy-kind", "kind", o.kind, learner::policy_kind_name(have.kind)},
+      {"--ablation", "ablation", o.ablation, learner::policy_ablation_name(have.ablation)},
+      {"--hidden", "hidden", std::to_string(o.p.hidden), std::to_string(have.hidden)},
+      {"--steps", "steps", std::to_string(o.p.steps), std::to_string(have.steps)},
+      {"", "proj", std::to_string(o.p.proj), std::to_string(have.proj)},
+      {"", "mlp", std::to_string(o.p.mlp), std::to_string(have.mlp)},
+      {"--hint", "hint", o.p.hint, have.hint},
+      {"--hint-budget", "hint_budget", std::to_string(o.p.hint_budget), std::to_string(have.hint_budget)},
+      {"--sibling-feature", "sibling", yes_no(o.p.sibling), yes_no(have.sibling)},
+      {"--dynamic-sel", "dynamic_sel", yes_no(o.p.dynamic_sel), yes_no(have.dynamic_sel)},
+  };
+  for (const auto& s : settings) {
+    if (s.want == s.its) continue;
+    const std::string why = from + " has " + s.key + " " + (s.its.empty() ? "\"\"" : s.its) +
+                            "; its network is made for that (this command gives " + (s.want.empty() ? "\"\"" : s.want) + ")";
+    if (*s.flag && cmd.count(s.flag) > 0) throw error(errc::bad_argument, "", s.flag, why);
+    if (o.config_policy_keys.contains(s.key)) throw error(errc::bad_argument, o.config, std::string("policy.") + s.key, why);
   }
-  if (!o.init.empty() && cmd.count("--ablation") > 0 && pol.options().ablation != o.p.ablation)
-    throw error(errc::bad_argument, "", "--ablation",
-                "the checkpoint given with --init has ablation " +
-                    learner::policy_ablation_name(pol.options().ablation));
-  if (!o.init.empty() && cmd.count("--hint") > 0 && pol.options().hint != o.p.hint)
-    throw error(errc::bad_argument, "", "--hint",
-                pol.options().hint.empty()
-                    ? "the checkpoint given with --init reads no hint; its network is sized for that"
-                    : "the checkpoint given with --init reads the hint '" + pol.options().hint +
-                          "'; its network is sized for it");
-  if (!o.init.empty() && cmd.count("--sibling-feature") > 0 && !pol.options().sibling)
-    throw error(errc::bad_argument, "", "--sibling-feature",
-                "the checkpoint given with --init does not read the sibling feature; its network is sized without it");
-  if (!o.init.empty() && cmd.count("--dynamic-sel") > 0 && !pol.options().dynamic_sel)
-    throw error(errc::bad_argument, "", "--dynamic-sel",
-                "the checkpoint given with --init has the paper's static SEL; its network is sized without the dynamic features");
 }
 
 nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems) {
@@ -242,7 +282,8 @@ nlohmann::json train_settings(const train_flags& o, const std::vector<learner::p
           {"--self-imitation", t.self_imitation}, {"--self-imitation-gate", t.self_imitation_gate},
           {"eval_every", t.eval_every}, {"--seed", t.seed}, {"--policy-kind", o.kind}, {"--ablation", o.ablation},
           {"--hint", o.p.hint}, {"--active-search", o.p.active_search},
-          {"--sibling-feature", o.p.sibling}, {"--dynamic-sel", o.p.dynamic_sel}};
+          {"--sibling-feature", o.p.sibling}, {"--dynamic-sel", o.p.dynamic_sel},
+          {"--init", o.init}};  // as given: the policy the interrupted training started from
 }
 
 }  // namespace doppler::cli

@@ -41,6 +41,7 @@ struct train_flags {
   std::string algorithm = "reinforce", baseline = "mean";
   learner::train_options t;
   learner::policy_options p;
+  std::set<std::string> config_policy_keys;  ///< the `policy` keys --config's file gives (curriculum::policy_keys)
 };
 
 /// `--config`: the curriculum file's settings replace the defaults; a flag given explicitly
@@ -52,10 +53,11 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd);
 /// baseline, policy kind and ablation into `o.t` / `o.p`. `n_graphs`: how many --graph were given.
 void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graphs);
 
-/// `--init`: the loaded checkpoint takes --active-search's rate when one is set; flags that
-/// contradict its network (--ablation, --hint, --sibling-feature, --dynamic-sel, --hint-budget) are
-/// refused. With --init or --resume, --hidden, --steps and --hint-budget that differ from the
-/// policy read are refused.
+/// `--init`: the loaded checkpoint takes --active-search's rate when one is set. With --init or
+/// --resume, a setting of the network's (--policy-kind, --ablation, --hidden, --steps, --hint,
+/// --hint-budget, --sibling-feature, --dynamic-sel, or the curriculum's policy.kind ... policy.mlp)
+/// that the command gives and the policy read contradicts is refused, naming the flag or the file's
+/// field: the policy comes from the file, so the setting would otherwise be ignored.
 void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App& cmd);
 
 /// What a training state records of this run, and --resume compares: every setting that changes

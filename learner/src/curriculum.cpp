@@ -148,6 +148,7 @@ curriculum parse_curriculum(std::string_view text, const std::string& file, curr
     const auto& s = j["policy"];
     r.keys(s, "policy", {"hidden", "steps", "proj", "mlp", "kind", "ablation", "hint", "hint_budget", "active_search", "sibling",
                               "dynamic_sel"});
+    for (const auto& [key, value] : s.items()) base.policy_keys.insert(key);
     r.number(s, "policy", "active_search", p.active_search, 0, policy_options::max_active_search);
     if (s.contains("hint")) {
       if (!s["hint"].is_string()) r.fail(errc::bad_type, "policy.hint", "expected a placer name (or \"\" for none)");

@@ -7,8 +7,10 @@
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -65,10 +67,25 @@ struct reader {
     if (it == j.end()) fail(errc::missing_field, where + "." + key, "missing");
     return *it;
   }
+  /// No number of a state is NaN; amounts (makespans, seconds, sums; +inf for "none yet") are >= 0.
   double number(const json& j, const std::string& where, const char* key) const {
     const json& v = at(j, where, key);
     if (!v.is_number()) fail(errc::bad_type, where + "." + key, "expected a number");
-    return v.get<double>();
+    const double d = v.get<double>();
+    if (std::isnan(d)) fail(errc::bad_value, where + "." + key, "NaN");
+    return d;
+  }
+  double amount(const json& j, const std::string& where, const char* key) const {
+    return non_negative(number(j, where, key), where + "." + key);
+  }
+  std::vector<double> amounts(const json& j, const std::string& where, const char* key) const {
+    std::vector<double> out = numbers(j, where, key);
+    for (double d : out) non_negative(d, where + "." + key);
+    return out;
+  }
+  double non_negative(double d, const std::string& field) const {
+    if (!(d >= 0)) fail(errc::bad_value, field, "expected a number >= 0, got " + fmt::format("{}", d));
+    return d;
   }
   template <class I>
   I integer(const json& j, const std::string& where, const char* key) const {
@@ -102,6 +119,7 @@ struct reader {
     std::vector<double> out;
     for (const auto& x : v) {
       if (!x.is_number()) fail(errc::bad_type, where + "." + key, "expected numbers");
+      if (std::isnan(x.get<double>())) fail(errc::bad_value, where + "." + key, "NaN");
       out.push_back(x.get<double>());
     }
     return out;
@@ -217,21 +235,31 @@ train_state load_train_state(const std::string& path, std::string& settings) {
       r.fail(errc::bad_type, where, "expected [episode, phase, makespan, best, loss, agreement, problem]");
     for (int k : {2, 3, 4, 5})
       if (!row[k].is_number()) r.fail(errc::bad_type, where, "expected numbers for makespan, best, loss and agreement");
+    // Rows are episodes 1, 2, ... of phases il, rl, real; makespans are >= 0 (a loss may not be).
+    if (row[0].get<std::int64_t>() != static_cast<std::int64_t>(i) + 1)
+      r.fail(errc::bad_value, where, "episode " + row[0].dump() + " where " + std::to_string(i + 1) + " was expected");
+    if (const auto ph = row[1].get<std::string>(); ph != "il" && ph != "rl" && ph != "real")
+      r.fail(errc::bad_value, where, "unknown phase \"" + ph + "\" (il, rl or real)");
+    for (int k : {2, 3}) r.non_negative(row[k].get<double>(), where);
+    if (const double a = row[5].get<double>(); !(a == -1 || (a >= 0 && a <= 1)))  // -1: no teacher in that phase
+      r.fail(errc::bad_value, where, "an agreement outside [0, 1] (or -1)");
+    if (!(std::isfinite(row[4].get<double>()))) r.fail(errc::bad_value, where, "the loss is not finite");
+    if (!row[6].is_number_unsigned()) r.fail(errc::bad_value, where, "a negative problem index");
     s.curve.push_back({row[0].get<int>(), row[1].get<std::string>(), row[2].get<double>(), row[3].get<double>(),
                        row[4].get<double>(), row[5].get<double>(), row[6].get<int>()});
   }
-  s.curve_best = r.number(doc, "$", "curve_best");
+  s.curve_best = r.amount(doc, "$", "curve_best");
   s.best = r.place(r.at(doc, "$", "best"), "$.best");
-  s.best_makespan = r.number(doc, "$", "best_makespan");
-  s.initial_greedy = r.numbers(doc, "$", "initial_greedy");
-  s.il_seconds = r.number(doc, "$", "il_seconds");
-  s.rl_seconds = r.number(doc, "$", "rl_seconds");
+  s.best_makespan = r.amount(doc, "$", "best_makespan");
+  s.initial_greedy = r.amounts(doc, "$", "initial_greedy");
+  s.il_seconds = r.amount(doc, "$", "il_seconds");
+  s.rl_seconds = r.amount(doc, "$", "rl_seconds");
   const auto agree = r.numbers(doc, "$", "agreement");
   if (agree.size() != 3) r.fail(errc::bad_value, "$.agreement", "expected three fractions");
   s.agreement = agree[0], s.sel_agreement = agree[1], s.plc_agreement = agree[2];
-  s.cost_sum = r.numbers(doc, "$", "cost_sum");
-  s.ema = r.numbers(doc, "$", "ema");
-  s.self_best = r.numbers(doc, "$", "self_best");
+  s.cost_sum = r.amounts(doc, "$", "cost_sum");
+  s.ema = r.amounts(doc, "$", "ema");
+  s.self_best = r.amounts(doc, "$", "self_best");
   const json& n = r.at(doc, "$", "cost_n");
   if (!n.is_array()) r.fail(errc::bad_type, "$.cost_n", "expected an array");
   for (const auto& x : n) {
@@ -248,7 +276,7 @@ train_state load_train_state(const std::string& path, std::string& settings) {
   }
   const auto bp = r.bytes<char>(doc, "$", "best_params");
   s.best_params.assign(bp.begin(), bp.end());
-  s.best_greedy = r.number(doc, "$", "best_greedy");
+  s.best_greedy = r.amount(doc, "$", "best_greedy");
   const json& ppo = r.at(doc, "$", "ppo");
   if (!ppo.is_array() || ppo.size() != 2 || !ppo[0].is_number_integer() || !ppo[1].is_number_integer())
     r.fail(errc::bad_type, "$.ppo", "expected [steps, updates]");
@@ -257,12 +285,16 @@ train_state load_train_state(const std::string& path, std::string& settings) {
   const json& sel = r.at(doc, "$", "selected");
   if (!sel.is_boolean()) r.fail(errc::bad_type, "$.selected", "expected true or false");
   s.selected = sel.get<bool>();
-  s.last_greedy = r.number(doc, "$", "last_greedy");
+  s.last_greedy = r.amount(doc, "$", "last_greedy");
   const std::size_t n_pb = s.initial_greedy.size();
   if (n_pb == 0) r.fail(errc::bad_value, "$.initial_greedy", "no problems");
-  if (s.phase >= 2 && (s.cost_sum.size() != n_pb || s.ema.size() != n_pb || s.self_best.size() != n_pb ||
-                       s.cost_n.size() != n_pb || s.self_episode.size() != n_pb))
-    r.fail(errc::bad_value, "$.cost_sum", "phase II's per-problem state does not have one entry per problem (" + std::to_string(n_pb) + ")");
+  // Set for every problem when training starts (phase I included): phase II reads them by problem.
+  if (s.cost_sum.size() != n_pb || s.ema.size() != n_pb || s.self_best.size() != n_pb || s.cost_n.size() != n_pb ||
+      s.self_episode.size() != n_pb)
+    r.fail(errc::bad_value, "$.cost_sum", "the per-problem state (cost_sum, cost_n, ema, self_best, self_episode) does not have one entry per problem (" + std::to_string(n_pb) + ")");
+  for (const auto& row : s.curve)
+    if (static_cast<std::size_t>(row.problem) >= n_pb)
+      r.fail(errc::bad_value, "$.curve", "a row of problem " + std::to_string(row.problem) + " of " + std::to_string(n_pb));
   return s;
 }
 

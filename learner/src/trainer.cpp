@@ -163,12 +163,16 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     st = *opt.resume;
     st.policy.clear();  // the caller's policy is the state's; the copy is not needed
     const int in_phase = st.phase == 1 ? opt.il_episodes : st.phase == 2 ? opt.rl_episodes : 0;
-    if (st.initial_greedy.size() != n_pb || st.done > in_phase ||
-        (st.phase >= 2 && (st.cost_sum.size() != n_pb || st.cost_n.size() != n_pb || st.ema.size() != n_pb ||
-                           st.self_best.size() != n_pb || st.self_episode.size() != n_pb)))
+    // One curve row per episode: the phases before the state's, and `done` of its own.
+    const std::size_t rows = static_cast<std::size_t>(st.done) + (st.phase >= 2 ? opt.il_episodes : 0) +
+                             (st.phase >= 3 ? opt.rl_episodes : 0);
+    if (st.initial_greedy.size() != n_pb || st.done > in_phase || st.curve.size() != rows ||
+        st.cost_sum.size() != n_pb || st.cost_n.size() != n_pb || st.ema.size() != n_pb ||
+        st.self_best.size() != n_pb || st.self_episode.size() != n_pb)
       throw error(errc::bad_argument, "learner: the state to resume from was written for other problems or episode counts (" +
                                           std::to_string(st.initial_greedy.size()) + " problems, phase " +
-                                          std::to_string(st.phase) + " at episode " + std::to_string(st.done) + ")");
+                                          std::to_string(st.phase) + " at episode " + std::to_string(st.done) + ", " +
+                                          std::to_string(st.curve.size()) + " curve rows)");
   }
   train_result res;
   res.per_problem.resize(n_pb);

@@ -104,8 +104,19 @@ TEST_CASE("doppler train: --phases and --episodes, --teacher, several graphs") {
   check_refused(base + "--ablation plc-only --dynamic-sel -o " + (t / "ds3.pt"), "--dynamic-sel");
   // A network read from a file keeps its sizes: --hidden or --steps that differ are refused.
   const std::string unsized = cli + " train --graph " + (t / "g.json") + " --cluster cpu:2 --model wc --init " + (t / "ds.pt");
-  check_refused(unsized + " --hidden 32 -o " + (t / "ds3.pt"), "a network of --hidden 16");
-  check_refused(unsized + " --steps 3 -o " + (t / "ds3.pt"), "a network of --steps 2");
+  check_refused(unsized + " --hidden 32 -o " + (t / "ds3.pt"), "has hidden 16");
+  check_refused(unsized + " --steps 3 -o " + (t / "ds3.pt"), "has steps 2");
+  // So is another policy kind, by flag or in --config's file, and any size the file gives (proj, mlp
+  // have no flags): the policy comes from --init's checkpoint and would silently keep its own.
+  check_refused(unsized + " --policy-kind gdp -o " + (t / "ds3.pt"), "--policy-kind");
+  for (const char* policy : {R"("kind": "gdp")", R"("mlp": 8)", R"("proj": 8)", R"("dynamic_sel": false)"}) {
+    {
+      std::ofstream cfg(t / "pol.json");
+      cfg << R"({"format": "doppler-curriculum/1", "policy": {)" << policy << "}}";
+    }
+    auto r = check_refused(unsized + " --config " + (t / "pol.json") + " -o " + (t / "ds3.pt"), "pol.json");
+    CHECK(r.out.find("policy." + std::string(policy).substr(1, std::string(policy).find('"', 1) - 1)) != std::string::npos);
+  }
   {  // the curriculum's imitation.teacher_symmetry does the same
     std::ofstream cfg(t / "sym.json");
     cfg << R"({"format": "doppler-curriculum/1", "imitation": {"teacher": "heft", "teacher_symmetry": true}})";
@@ -326,6 +337,26 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
     std::ofstream(t / "c.json") << R"({"format": "doppler-curriculum/1", "policy": {"hidden": 1000000}})";
   }
   check_refused(base + "--config " + (t / "c.json") + ok, "policy.hidden");
+  // A teacher in the file that is no teacher: the file's field named, not a --teacher never given.
+  {
+    std::ofstream(t / "teach.json") << R"({"format": "doppler-curriculum/1", "imitation": {"teacher": "nonexist"}})";
+  }
+  auto teach = check_refused(base + "--config " + (t / "teach.json") + ok, "imitation.teacher");
+  CHECK(teach.out.find("teach.json") != std::string::npos);
+  CHECK(teach.out.find("--teacher") == std::string::npos);
+  // A graph without ops: nothing to train on.
+  {
+    std::ofstream(t / "empty.json") << R"({"format": "doppler-graph/1", "name": "empty", "dtype": "f32", "ops": []})";
+  }
+  REQUIRE(sh(cli + " validate " + (t / "empty.json")).code == 0);  // a valid graph ...
+  check_refused(cli + " train --graph " + (t / "empty.json") + " --cluster cpu:2" + ok, "no ops");  // ... to train on
+  // A flag that cannot act in this run is said (PPO's epochs without PPO), and the run goes on.
+  auto note = sh(base + "--ppo-epochs 3 --real-batch 2" + ok);
+  CAPTURE(note.out);
+  CHECK(note.code == 0);
+  CHECK(note.out.find("note: --ppo-epochs has no effect without --algorithm ppo") != std::string::npos);
+  CHECK(note.out.find("note: --real-batch has no effect without --real-episodes") != std::string::npos);
+  fs::remove(t / "p.pt");
   // place-learned checks its output path before loading anything.
   auto pl = sh(cli + " place-learned --graph " + (t / "g.json") + " --cluster cpu:2 --policy " +
                (t / "none.pt") + " -o " + (t / "missing/x.json"));
@@ -421,8 +452,10 @@ TEST_CASE("doppler train --resume: stopped by SIGTERM, resumed, the same trainin
     check_refused(base + "--dynamic-sel --resume -o " + (t / "old.pt"), "--dynamic-sel");
     std::string wider = base;
     wider.replace(wider.find("--hidden 16"), 11, "--hidden 32");
-    check_refused(wider + "--resume -o " + (t / "old.pt"), "state has a network of --hidden 16");
-    check_refused(base + "--hint-budget 5 --resume -o " + (t / "old.pt"), "state computes its hints with budget 20000");
+    check_refused(wider + "--resume -o " + (t / "old.pt"), "state has hidden 16");
+    check_refused(base + "--hint-budget 5 --resume -o " + (t / "old.pt"), "state has hint_budget 20000");
+    // --init names the policy the training started from: another one is refused, not ignored.
+    check_refused(base + "--init " + (t / "other.pt") + " --resume -o " + (t / "old.pt"), "--init");
   }
   auto resumed = sh(run + " --resume");
   CAPTURE(resumed.out);

@@ -10,7 +10,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -237,5 +239,29 @@ TEST_CASE("resume: bad state files and mismatched resumes are refused by name") 
   CHECK_THROWS_WITH_AS(train(a, pb, cont), doctest::Contains("episode counts"), error);
   // A damaged policy inside the state: refused naming the file.
   CHECK_THROWS_WITH_AS(policy::deserialize(st.policy.substr(0, st.policy.size() / 2), file), doctest::Contains(file.c_str()), error);
+  // Damaged fields, each refused by its path: phase II would have read a per-problem array out of
+  // bounds; NaN or negative makespans; a curve row out of sequence or of an unknown phase.
+  auto refused = [&](const std::function<void(train_state&)>& damage, const char* field) {
+    train_state d = st;
+    damage(d);
+    save_train_state(file, d, "{}");
+    CAPTURE(field);
+    CHECK_THROWS_WITH_AS(load_train_state(file, text), doctest::Contains(field), error);
+  };
+  refused([](train_state& d) { d.phase = 1, d.cost_n.clear(); }, "$.cost_sum");  // in phase I too
+  refused([](train_state& d) { d.self_episode.emplace_back(); }, "$.cost_sum");
+  refused([](train_state& d) { d.best_makespan = std::nan(""); }, "$.best_makespan");
+  refused([](train_state& d) { d.best_makespan = -5; }, "$.best_makespan");
+  refused([](train_state& d) { d.ema[0] = -1; }, "$.ema");
+  refused([](train_state& d) { d.curve[3].episode = 9; }, "$.curve[3]");
+  refused([](train_state& d) { d.curve[3].phase = "xx"; }, "$.curve[3]");
+  refused([](train_state& d) { d.curve[3].problem = 1; }, "$.curve");
+  // A state whose progress disagrees with its curve (done 0, 16 rows) is refused before any episode.
+  train_state behind = st;
+  behind.done = 0;
+  train_options again = settings(false);
+  again.resume = &behind;
+  policy b2 = policy::deserialize(st.policy, file);
+  CHECK_THROWS_WITH_AS(train(b2, pb, again), doctest::Contains("16 curve rows"), error);
   std::filesystem::remove(file);
 }

@@ -15,6 +15,7 @@
 #include <doppler/learner/policy.hpp>
 #include <doppler/learner/trainer.hpp>
 
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,9 @@ struct curriculum {
   std::string teacher = "auto";
   int teacher_budget = 2000;  ///< search as the teacher: simulator evaluations
   bool teacher_symmetry = false;  ///< a placement teacher relabels interchangeable parts (--teacher-symmetry)
+  /// The `policy` keys the file gives (hidden, kind, ...): `doppler train --init` refuses those that
+  /// contradict the checkpoint's network rather than ignore them.
+  std::set<std::string> policy_keys;
 };
 
 /// Parses a curriculum over `base` (fields not named keep base's values). Unknown keys, wrong
