@@ -72,6 +72,26 @@ void matmul(cuda_device::impl& dev, stream_state& st, const device_tensor& a, co
   // a16 / b16 are freed stream-ordered after the GEMM when they go out of scope here.
 }
 
+/// `rows` rows of `width` floats from `src` (rows `src_pitch` floats apart) to `dst` (`dst_pitch`
+/// apart), device to device on `s`. cudaMemcpy2DAsync refuses pitches above the device's maximum
+/// (cudaDevAttrMaxPitch, 2^31 - 1 bytes where we have looked): one row is one plain copy, and rows
+/// that far apart are copied one by one (they are few: each is over 2 GiB).
+void copy_rows(float* dst, std::uint64_t dst_pitch, const float* src, std::uint64_t src_pitch, std::uint64_t width,
+               std::uint64_t rows, cudaStream_t s) {
+  constexpr std::uint64_t max_pitch = (std::uint64_t(1) << 31) - 1;
+  const std::uint64_t b = sizeof(float);
+  if (rows == 1) {
+    DOPPLER_CUDA_CHECK(cudaMemcpyAsync(dst, src, width * b, cudaMemcpyDeviceToDevice, s));
+  } else if (dst_pitch * b <= max_pitch && src_pitch * b <= max_pitch) {
+    DOPPLER_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch * b, src, src_pitch * b, width * b, rows,
+                                         cudaMemcpyDeviceToDevice, s));
+  } else {
+    for (std::uint64_t r = 0; r < rows; ++r)
+      DOPPLER_CUDA_CHECK(cudaMemcpyAsync(dst + r * dst_pitch, src + r * src_pitch, width * b,
+                                         cudaMemcpyDeviceToDevice, s));
+  }
+}
+
 }  // namespace
 
 void enqueue_op(cuda_device::impl& dev, stream_state& st, const graph& g, op_index i,
@@ -141,8 +161,7 @@ void enqueue_op(cuda_device::impl& dev, stream_state& st, const graph& g, op_ind
       for (const device_tensor* x : in) {
         const std::uint64_t chunk = static_cast<std::uint64_t>(x->shape()[axis]) * inner;
         if (chunk > 0 && outer > 0)
-          DOPPLER_CUDA_CHECK(cudaMemcpy2DAsync(out.data() + offset, row * sizeof(float), x->data(), chunk * sizeof(float),
-                                               chunk * sizeof(float), outer, cudaMemcpyDeviceToDevice, s));
+          copy_rows(out.data() + offset, row, x->data(), chunk, chunk, outer, s);
         offset += chunk;
       }
       return;
@@ -155,10 +174,7 @@ void enqueue_op(cuda_device::impl& dev, stream_state& st, const graph& g, op_ind
       const std::uint64_t chunk = static_cast<std::uint64_t>(out.shape()[axis]) * inner;
       const auto start = static_cast<std::uint64_t>(at.start);  // 0 <= start < end <= extent (infer_shape)
       if (chunk > 0 && outer > 0)
-        DOPPLER_CUDA_CHECK(cudaMemcpy2DAsync(out.data(), chunk * sizeof(float),
-                                             in[0]->data() + start * inner,
-                                             extent * inner * sizeof(float), chunk * sizeof(float), outer,
-                                             cudaMemcpyDeviceToDevice, s));
+        copy_rows(out.data(), chunk, in[0]->data() + start * inner, extent * inner, chunk, outer, s);
       return;
     }
     case op_kind::reduce_sum: {
