@@ -162,20 +162,27 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
     std::cout << fmt::format("online learning: learner {}, explore at most {:.0f}% of runs\n"
                              " run  explored  makespan (s)  best so far (s)  latest greedy (s)  placement\n",
                              l.name(), 100 * f.explore);
+  nlohmann::json failovers = nlohmann::json::array();  // as `run --failover` reports them, with the run
   for (int k = 0; k < f.repeat; ++k) {
     online_step s = ol.step();
-    if (f.json)
+    for (const auto& why : s.failovers) failovers.push_back({{"run", s.run}, {"failover", why}});
+    if (f.json) {
       runs.push_back({{"run", s.run}, {"explored", s.explored}, {"makespan_s", s.makespan}, {"best_s", s.best},
                       {"greedy_s", s.greedy}, {"method", s.used.method}});
-    else
+      if (!s.failovers.empty()) runs.back()["failovers"] = s.failovers;
+    } else {
       std::cout << fmt::format("{:4d}  {:<8}  {:12.6f}  {:15.6f}  {:17.6f}  {}\n", s.run, s.explored ? "yes" : "no",
                                s.makespan, s.best, s.greedy, s.used.method);
+      for (const auto& why : s.failovers)
+        std::cout << "      failover (ops re-placed on the surviving devices; not told to the learner) after: " << why << "\n";
+    }
   }
   double final_sim = simulate(*g, e.cluster_model(), l.place(g), cm, sim_options{}).makespan;
   if (f.json) {
     std::cout << nlohmann::json{{"graph", graph_label(f.graph_file)}, {"cluster", e.cluster_model().name()}, {"learner", l.name()},
                                 {"explore", f.explore}, {"runs", runs}, {"explored", ol.explored()},
-                                {"best_s", ol.best_makespan()}, {"final_greedy_simulated_s", final_sim}}
+                                {"best_s", ol.best_makespan()}, {"final_greedy_simulated_s", final_sim},
+                                {"failovers", failovers}}
                      .dump()
               << "\n";
     return;
@@ -211,6 +218,10 @@ void run_command(const run_flags& f) {
   if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
     throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");
   check_output_path(f.save_policy, "--save-policy");  // before the runs, not after them
+  if (f.online && !f.trace_file.empty())  // a trace is one run's; --online runs another placement each time
+    throw error(errc::bad_argument, "", "--trace",
+                "records one placement's run; --online runs a placement per run (drop --online to trace the "
+                "learner's placement: run --learner L --trace FILE)");
   if (!f.learner.empty() && !f.placement_file.empty())
     throw error(errc::bad_argument, "", "--learner", "give either --placement or --learner, not both");
   may_explore(1, 0, f.explore);  // validates --explore

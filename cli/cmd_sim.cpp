@@ -285,9 +285,11 @@ std::pair<device_index, double> parse_straggler(const std::string& s, const clus
   if (!d) throw bad("no device '" + dev + "' in cluster '" + c.name() + "'");
   double f = 0;
   try {
-    f = std::stod(fac);
+    std::size_t used = 0;
+    f = std::stod(fac, &used);
+    if (used != fac.size()) throw std::invalid_argument("trailing characters");  // "2x", "3junk"
   } catch (const std::exception&) {
-    throw bad("factor is not a number");
+    throw bad("factor '" + fac + "' is not a number");
   }
   // ≤ 1e6: a slower device than that is a device to leave out, and the runtime's slowed waits
   // (nanoseconds in 64 bits) overflow near 1e10 × a second-long op.

@@ -27,7 +27,9 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 namespace doppler {
@@ -383,16 +385,36 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
   const cluster& c = *impl_->c;
   std::string where = "worker " + host + ":" + std::to_string(port);
   if (!impl_->opt.network) throw error(errc::bad_argument, "attach_worker " + where + ": the engine was built without network");
-  auto w = [&] {
+  caf::scoped_actor self{impl_->sys};
+  // The middleman's connect, as remote_actor does it but with a time limit: remote_actor waits
+  // forever for a listener that accepts and never answers (a stopped worker, another program).
+  constexpr auto connect_limit = std::chrono::seconds(10);
+  const caf::io::middleman_actor mm =
 #ifdef DOPPLER_HAVE_CAF_OPENSSL
-    if (impl_->opt.tls()) return caf::openssl::remote_actor<actors::worker_actor>(impl_->sys, host, port);
+      impl_->opt.tls() ? impl_->sys.openssl_manager().actor_handle() :
 #endif
-    return impl_->sys.middleman().remote_actor<actors::worker_actor>(host, port);
-  }();
-  if (!w) throw run_failure(where + ": cannot connect: " + impl_->sys.render(w.error()), std::nullopt, std::nullopt);
+                       impl_->sys.middleman().actor_handle();
+  std::optional<actors::worker_actor> w;
+  std::string no_connect;
+  self->request(mm, connect_limit, caf::connect_atom::value, host, port)
+      .receive(
+          [&](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>& ifs) {
+            const auto want = impl_->sys.message_types(caf::detail::type_list<actors::worker_actor>{});
+            if (!ptr)
+              no_connect = "nothing is published at that port";
+            else if (!std::includes(ifs.begin(), ifs.end(), want.begin(), want.end()))
+              no_connect = "the actor there is not a doppler worker";
+            else
+              w = caf::actor_cast<actors::worker_actor>(std::move(ptr));
+          },
+          [&](caf::error& err) {
+            no_connect = err == caf::sec::request_timeout
+                      ? "no answer within 10 s (is a doppler worker listening there, and running?)"
+                      : impl_->sys.render(err);
+          });
+  if (!w) throw run_failure(where + ": cannot connect: " + no_connect, std::nullopt, std::nullopt);
   actors::worker_info info;
   std::string failed;
-  caf::scoped_actor self{impl_->sys};
   self->request(*w, std::chrono::seconds(10), actors::hello_atom::value, token)
       .receive([&](actors::worker_info& i) { info = std::move(i); },
                [&](caf::error& err) { failed = "no answer to hello: " + impl_->sys.render(err); });
@@ -404,6 +426,19 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
     throw error(errc::bad_argument, where + " emulates its kernels with the rates of its own cluster '" +
                                         parse_cluster(info.emulated_cluster, where).name() + "', not the run's cluster '" +
                                         c.name() + "': start it with the run's cluster (--cluster) to emulate this run");
+
+  // The same worker reached under another address (localhost and 127.0.0.1): its device actors are
+  // ones this engine already holds for another name.
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (device_index d = 0; d < impl_->where.size(); ++d) {
+      if (impl_->where[d].empty() || impl_->where[d] == where || impl_->lost[d]) continue;
+      for (const auto& served : info.devices)
+        if (caf::actor_cast<caf::actor_addr>(served) == caf::actor_cast<caf::actor_addr>(impl_->devices[d]))
+          throw error(errc::bad_argument, where + " is " + impl_->where[d] +
+                                              ", already attached under that address: list each worker once");
+    }
+  }
 
   // Introduce it to the other workers this engine holds (protocol.hpp, `peer`): their devices send
   // tensors to each other over a connection of their own, which outlives this engine's process.
@@ -433,6 +468,9 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
     for (const auto& id : info.ids) {
       auto d = c.find_device(id);
       if (!d) throw error(errc::unknown_id, where + " serves device '" + id + "', which cluster '" + c.name() + "' does not have");
+      if (!impl_->where[*d].empty() && impl_->where[*d] != where && !impl_->lost[*d])
+        throw error(errc::bad_argument, where + " serves device '" + id + "', which " + impl_->where[*d] +
+                                            " already serves: each device runs on one worker");
       mapped.push_back(*d);
     }
   } else {  // anonymous: the next devices not on another worker, in order

@@ -21,12 +21,15 @@ online_step online_learning::step() {
   // SplitMix-style spread of the user's seed over the runs.
   const std::uint64_t seed = (opt_.seed + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(s.run)) ^ 0xd1b54a32d192ed03ULL;
   s.used = l_.place(g_, s.explored, seed);
-  s.makespan = e_->run(g_, s.used, opt_.run).mean_makespan();
-  if (opt_.learn) s.update = l_.observe(g_, s.used, s.makespan);
+  run_result r = e_->run(g_, s.used, opt_.run);
+  s.makespan = r.mean_makespan();
+  s.failovers = std::move(r.failovers);
+  const bool own = s.failovers.empty();  // the makespan is the placement's
+  if (opt_.learn && own) s.update = l_.observe(g_, s.used, s.makespan);
   ++runs_;
   if (s.explored) ++explored_;
-  else greedy_ = s.makespan;
-  if (s.makespan < best_) {
+  else if (own) greedy_ = s.makespan;
+  if (own && s.makespan < best_) {
     best_ = s.makespan;
     best_p_ = s.used;
   }

@@ -204,6 +204,7 @@ TEST_CASE("doppler run --workers: two runs at once on one worker both finish and
   // 1e10 s once overflowed the milliseconds and failed as a request timeout at once
   for (const char* v : {"1e10", "inf", "nan", "0"}) check_refused(run + " --timeout " + v, "--timeout");
   check_refused(run + " --straggler cpu0:1e308", "--straggler");
+  check_refused(run + " --straggler cpu0:2x", "factor '2x' is not a number");  // stod read "2" and ran
   CHECK(sh(run + " --help").out.find("--busy-wait") != std::string::npos);
   // the first keeps the worker busy for seconds; the second starts while it runs
   auto both = sh("(" + run + " --repeat 2000 > " + (t / "first.json") + " 2> " + (t / "first.err") + "; echo $? > " +
@@ -327,6 +328,8 @@ TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget
 
   check_refused(cli + " run --graph " + (t / "g.json") + " --learner no-such --online", "unknown learner 'no-such'");
   check_refused(cli + " run --graph " + (t / "g.json") + " --learner cp --online --explore 1.5", "--explore");
+  // a trace records one placement's run; --online runs one per run (it was dropped without a word)
+  check_refused(cli + " run --graph " + (t / "g.json") + " --learner cp --online --trace " + (t / "tr.json"), "--trace");
   auto lonely = sh(cli + " run --graph " + (t / "g.json") + " --online");
   CHECK(lonely.code == 2);
   check_refused(cli + " run --graph " + (t / "g.json") + " --learner cp --explore 0.2", "needs --online");

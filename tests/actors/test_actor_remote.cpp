@@ -5,6 +5,8 @@
 // a wrong token is refused).
 #include <doppler/actors/backend.hpp>
 #include <doppler/actors/engine.hpp>
+#include <doppler/actors/online.hpp>
+#include <doppler/runtime/learner.hpp>
 #include <doppler/runtime/cpu_backend.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/placer.hpp>
@@ -28,6 +30,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -217,6 +220,25 @@ TEST_CASE("failover: a worker lost mid-run has its ops re-placed on the survivor
   check_equals_reference(g, again, 9);
   CHECK(again.failovers.size() == 1);
   CHECK_THROWS_WITH_AS(e.run(g, p), doctest::Contains(where.c_str()), run_failure);
+  // Online learning over failover: the step reports it, and the learner is not told a makespan that
+  // is not its placement's (nor is it the best or the latest greedy one).
+  struct fixed_learner final : learner_interface {
+    placement p;
+    int observed = 0;
+    std::string_view name() const noexcept override { return "test-fixed"; }
+    placement place(const graph&, const cluster&, bool, std::uint64_t) override { return p; }
+    void observe(const graph&, const cluster&, const placement&, double) override { ++observed; }
+    void save(const std::string&) const override {}
+    void load(const std::string&) override {}
+  };
+  auto fixed = std::make_shared<fixed_learner>();
+  fixed->p = p;
+  online_learning ol(e, e.spawn_learner(fixed), std::make_shared<const graph>(g), online_options{}.with_run(opt));
+  const online_step s = ol.step();
+  CHECK(s.failovers.size() == 1);
+  CHECK(s.makespan > 0);
+  CHECK(fixed->observed == 0);
+  CHECK_FALSE(std::isfinite(ol.best_makespan()));
 }
 
 
@@ -235,6 +257,39 @@ TEST_CASE("attach_worker: no network, an unreachable worker, devices that do not
   CHECK_THROWS_AS(e.attach_worker("127.0.0.1", three.port()), doppler::error);  // 3 devices for 2
   worker other(make_preset("cpu:4"), {3});  // named cpu3: not in cpu:2
   CHECK_THROWS_AS(e.attach_worker("127.0.0.1", other.port()), doppler::error);
+}
+
+TEST_CASE("attach_worker: a listener that never answers, one worker under two addresses, a device served twice") {
+  // A socket that accepts and says nothing (a stopped worker, another program): refused within the
+  // connect limit (10 s), never a hang.
+  int lis = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(lis >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(lis, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(lis, 4) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(lis, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  cluster c = make_preset("cpu:4");
+  {
+    engine e(c, engine_options{}.with_network());
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(e.attach_worker("127.0.0.1", ntohs(addr.sin_port)), doctest::Contains("no answer within 10 s"),
+                         run_failure);
+    CHECK(seconds_since(t0) < 20.0);
+  }
+  ::close(lis);
+  // The same worker under another name for the same host: refused, nothing mapped twice.
+  worker two(c, {0, 1}, {}, worker_options{}.with_named(false));
+  engine e(c, engine_options{}.with_network());
+  CHECK(e.attach_worker("127.0.0.1", two.port()) == std::vector<device_index>{0, 1});
+  CHECK_THROWS_WITH_AS(e.attach_worker("localhost", two.port()), doctest::Contains("already attached"), doppler::error);
+  CHECK(e.location(2).empty());
+  // A named worker for a device another worker serves: refused, naming both.
+  worker named(c, {1});  // cpu1, by id
+  CHECK_THROWS_WITH_AS(e.attach_worker("127.0.0.1", named.port()), doctest::Contains("already serves"), doppler::error);
+  CHECK(e.location(1) == "worker 127.0.0.1:" + std::to_string(two.port()));
 }
 
 TEST_CASE("attach_worker fails clearly when the new worker cannot reach a worker the engine holds") {
@@ -483,6 +538,18 @@ TEST_CASE("TLS: a worker and an engine with certificates run over CAF's openssl 
   CHECK(seconds_since(t0) < 30.0);
   // TLS options without all three files are refused
   CHECK_THROWS_AS(engine(c, engine_options{}.with_network().with_tls(cert, "", "")), doppler::error);
+  // ... and so are files that do not fit together, naming the file, before any connection (CAF's
+  // openssl actor used to throw inside itself: the run hung, the worker aborted at its first client)
+  std::string cert2 = (dir / "cert2.pem").string(), key2 = (dir / "key2.pem").string(), junk = (dir / "junk.pem").string();
+  REQUIRE(sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other -keyout " + key2 + " -out " + cert2).first == 0);
+  REQUIRE(sh("echo not a certificate > " + junk).first == 0);
+  for (const auto& [files, named] : {std::tuple{engine_options{}.with_tls(cert, key2, cert), key2},
+                                    std::tuple{engine_options{}.with_tls(key, cert, cert), key},
+                                    std::tuple{engine_options{}.with_tls(cert, key, junk), junk}}) {
+    CAPTURE(named);
+    CHECK_THROWS_WITH_AS(engine(c, engine_options(files).with_network()), doctest::Contains(named.c_str()), doppler::error);
+    CHECK_THROWS_WITH_AS(worker(c, std::vector<device_index>{2, 3}, files), doctest::Contains(named.c_str()), doppler::error);
+  }
 
   // the same between processes: `doppler worker --tls-*` and `doppler run --workers ... --tls-*`
   std::string files = " --tls-cert " + cert + " --tls-key " + key + " --tls-ca " + cert;

@@ -69,6 +69,10 @@ struct online_step {
   double greedy = 0;           ///< measured makespan of the latest greedy run
   placement used;              ///< the placement that ran
   learner_update update;       ///< what the learner's observe did (nothing when learn is off)
+  /// The engine's failovers in this run (run_result::failovers; `engine_options::failover`): ops were
+  /// re-placed on surviving devices, so the makespan is not `used`'s. Such a run is reported, and
+  /// neither told to the learner nor counted as the best or the latest greedy makespan.
+  std::vector<std::string> failovers;
 };
 
 /// Runs a graph again and again for the user, learning between runs.
