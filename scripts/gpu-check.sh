@@ -24,7 +24,7 @@ REPORT_DIR=${OUT:-$BUILD}
 mkdir -p "$REPORT_DIR"
 REPORT="$REPORT_DIR/gpu-check.md"
 LOGS=$(mktemp -d)  # logs and side files; only the report and logs.tar.gz go to REPORT_DIR ($OUT keeps 8 files)
-BUDGET=${BUDGET:-470}  # seconds for the whole script
+BUDGET=${BUDGET:-420}  # seconds for the whole script (the lent machine's 15 minutes also pay its start)
 JOBS=${JOBS:-$(nproc)}
 : >"$REPORT"
 say() { printf '%s\n' "$*" | tee -a "$REPORT"; }
