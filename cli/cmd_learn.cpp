@@ -416,12 +416,8 @@ void add_train(CLI::App& app) {
 #ifdef DOPPLER_HAVE_ACTORS
     for (const auto& w : o->real_workers) (void)host_port(w, "--real-workers", false);  // before phase I runs
     (void)busy_wait_flag(o->busy_wait);
-    if (const auto names = actors::backend_names();
-        o->real_backend != "cuda" && std::find(names.begin(), names.end(), o->real_backend) == names.end())
-      throw error(errc::bad_argument, "", "--real-backend",
-                  "unknown backend '" + o->real_backend + "' (cpu, emulate, null, cuda)");
-    if (o->real_backend == "cuda")  // no GPU, or no CUDA in this build: say so before phases I and II run
-      (void)with_named_backend(engine_options{}, "cuda", clusters.front().device_count(), "--real-backend");
+    // An unknown name, or cuda without a GPU or CUDA in this build: said before phases I and II run.
+    (void)with_named_backend(engine_options{}, o->real_backend, clusters.front().device_count(), "--real-backend");
 #endif
     std::vector<std::vector<std::pair<device_index, double>>> slow;  // per cluster; checked before phase I runs
     for (const auto& ck : clusters) slow.push_back(parse_stragglers(o->real_stragglers, ck, "--real-straggler"));

@@ -6,6 +6,7 @@
 #include "run_setup.hpp"
 #include "summary.hpp"
 
+#include <doppler/actors/backend.hpp>
 #include <doppler/actors/engine.hpp>
 #include <doppler/actors/online.hpp>
 #include <doppler/comm/multicast.hpp>
@@ -25,6 +26,7 @@
 #endif
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -95,9 +97,13 @@ std::pair<std::string, std::uint16_t> host_port(const std::string& s, const std:
 /// the cluster a virtual device on it) when doppler was built with CUDA — a clear error otherwise.
 engine_options with_named_backend(engine_options o, const std::string& name, std::size_t devices,
                                   const std::string& flag) {
-  if (name != "cpu" && name != "null" && name != "emulate" && name != "cuda")
-    throw error(errc::bad_argument, "", flag, "unknown backend '" + name + "' (backends: cpu, null, emulate, cuda)");
-  if (name != "cuda") return o.with_backend(name);
+  if (name != "cuda") {
+    const auto names = actors::backend_names();  // the engine's own; cuda is attached here
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw error(errc::bad_argument, "", flag,
+                  "unknown backend '" + name + "' (backends: " + fmt::format("{}", fmt::join(names, ", ")) + ", cuda)");
+    return o.with_backend(name);
+  }
 #ifdef DOPPLER_HAVE_CUDA
   std::string why;
   if (!cuda::gpu_available(&why))
@@ -169,13 +175,12 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
     if (f.json) {
       runs.push_back({{"run", s.run}, {"explored", s.explored}, {"makespan_s", s.makespan}, {"best_s", s.best},
                       {"greedy_s", s.greedy}, {"method", s.used.method}});
-      if (!s.failovers.empty()) runs.back()["failovers"] = s.failovers;
-    } else {
-      std::cout << fmt::format("{:4d}  {:<8}  {:12.6f}  {:15.6f}  {:17.6f}  {}\n", s.run, s.explored ? "yes" : "no",
-                               s.makespan, s.best, s.greedy, s.used.method);
-      for (const auto& why : s.failovers)
-        std::cout << "      failover (ops re-placed on the surviving devices; not told to the learner) after: " << why << "\n";
+      continue;
     }
+    std::cout << fmt::format("{:4d}  {:<8}  {:12.6f}  {:15.6f}  {:17.6f}  {}\n", s.run, s.explored ? "yes" : "no",
+                             s.makespan, s.best, s.greedy, s.used.method);
+    for (const auto& why : s.failovers)
+      std::cout << "      failover (ops re-placed on the surviving devices; not told to the learner) after: " << why << "\n";
   }
   double final_sim = simulate(*g, e.cluster_model(), l.place(g), cm, sim_options{}).makespan;
   if (f.json) {

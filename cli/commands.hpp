@@ -52,7 +52,7 @@ void restart_with_pinned_kernels(char** argv);
 
 /// `DEVICE:FACTOR` (a device id or index of `c`, a finite factor ≥ 1), the value of `flag`
 /// (simulate --straggler, run --straggler, train --real-straggler); errc::bad_argument naming the
-/// flag otherwise (cmd_sim.cpp).
+/// flag otherwise (flags.cpp).
 std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c,
                                                 const std::string& flag = "--straggler");
 /// parse_straggler of every value.
@@ -60,13 +60,13 @@ std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<
                                                               const std::string& flag = "--straggler");
 
 /// A CLI11 check for unsigned 64-bit options (the seeds): CLI11 would wrap "-1" to 2^64 - 1 and clamp
-/// a decimal beyond 2^64 - 1 to it without a word (cmd_sim.cpp).
+/// a decimal beyond 2^64 - 1 to it without a word (flags.cpp).
 CLI::Validator non_negative();
 /// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per
-/// device); errc::bad_argument naming the flag otherwise (cmd_sim.cpp).
+/// device); errc::bad_argument naming the flag otherwise (flags.cpp).
 void check_streams_flag(int streams);
 /// A chunk size flag (`flag`: --chunk-bytes): 1 byte to 1 TiB, the comm planner's range
-/// (comm::min_chunk_bytes..max_chunk_bytes); errc::bad_argument naming the flag otherwise (cmd_sim.cpp).
+/// (comm::min_chunk_bytes..max_chunk_bytes); errc::bad_argument naming the flag otherwise (flags.cpp).
 void check_chunk_bytes_flag(double bytes, const char* flag = "--chunk-bytes");
 
 /// What a command works on when it is not told: a bare `doppler place`, `simulate`, `compare`, `run`

@@ -31,8 +31,8 @@ void check_tls_files(const std::string& cert, const std::string& key, const std:
   std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(SSL_CTX_new(TLS_method()), SSL_CTX_free);
   if (!ctx) throw error(errc::io, "TLS: cannot create an OpenSSL context");
   auto fail = [](const std::string& file, const std::string& what) {
-    const unsigned long code = ERR_get_error();
-    std::string reason = code ? ERR_reason_error_string(code) ? ERR_reason_error_string(code) : "" : "";
+    const char* lib_reason = ERR_reason_error_string(ERR_get_error());  // null when OpenSSL queued none
+    const std::string reason = lib_reason ? lib_reason : "";
     ERR_clear_error();
     throw error(errc::bad_value, file, "", "TLS: " + what + (reason.empty() ? "" : " (" + reason + ")"));
   };

@@ -288,9 +288,7 @@ train_state load_train_state(const std::string& path, std::string& settings) {
   s.last_greedy = r.amount(doc, "$", "last_greedy");
   const std::size_t n_pb = s.initial_greedy.size();
   if (n_pb == 0) r.fail(errc::bad_value, "$.initial_greedy", "no problems");
-  // Set for every problem when training starts (phase I included): phase II reads them by problem.
-  if (s.cost_sum.size() != n_pb || s.ema.size() != n_pb || s.self_best.size() != n_pb || s.cost_n.size() != n_pb ||
-      s.self_episode.size() != n_pb)
+  if (!s.sized_for(n_pb))  // phase II reads them by problem
     r.fail(errc::bad_value, "$.cost_sum", "the per-problem state (cost_sum, cost_n, ema, self_best, self_episode) does not have one entry per problem (" + std::to_string(n_pb) + ")");
   for (const auto& row : s.curve)
     if (static_cast<std::size_t>(row.problem) >= n_pb)

@@ -166,9 +166,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     // One curve row per episode: the phases before the state's, and `done` of its own.
     const std::size_t rows = static_cast<std::size_t>(st.done) + (st.phase >= 2 ? opt.il_episodes : 0) +
                              (st.phase >= 3 ? opt.rl_episodes : 0);
-    if (st.initial_greedy.size() != n_pb || st.done > in_phase || st.curve.size() != rows ||
-        st.cost_sum.size() != n_pb || st.cost_n.size() != n_pb || st.ema.size() != n_pb ||
-        st.self_best.size() != n_pb || st.self_episode.size() != n_pb)
+    if (!st.sized_for(n_pb) || st.done > in_phase || st.curve.size() != rows)
       throw error(errc::bad_argument, "learner: the state to resume from was written for other problems or episode counts (" +
                                           std::to_string(st.initial_greedy.size()) + " problems, phase " +
                                           std::to_string(st.phase) + " at episode " + std::to_string(st.done) + ", " +

@@ -26,6 +26,16 @@ namespace {
 
 policy_options small_net() { return policy_options().with_hidden(16).with_steps(2).with_seed(5); }
 
+/// One paper graph on its cluster, as the problem list train() and stop_and_resume take.
+struct one_problem {
+  graph g;
+  cluster c;
+  cost_model cm;
+  problem pb;
+  std::vector<const problem*> pbs;
+  one_problem(const char* file, const char* preset) : g(paper(file)), c(make_preset(preset)), pb(g, c, cm), pbs{&pb} {}
+};
+
 train_options settings(bool ppo) {
   train_options o;
   o.with_il(12).with_rl(24).with_batch(4).with_seed(5).with_model(sim_model::simple);
@@ -94,11 +104,9 @@ train_result stop_and_resume(const std::vector<const problem*>& pbs, train_optio
 }  // namespace
 
 TEST_CASE("resume: a training stopped in phase I or II and resumed equals the uninterrupted one") {
-  graph g = paper("ffnn_192nodes.txt");
-  cluster c = make_preset("doppler-paper:4");
-  cost_model cm;
-  problem pb(g, c, cm);
-  const std::vector<const problem*> pbs{&pb};
+  const one_problem one("ffnn_192nodes.txt", "doppler-paper:4");
+  const problem& pb = one.pb;
+  const auto& pbs = one.pbs;
   for (bool ppo : {false, true}) {
     CAPTURE(ppo);
     policy straight(small_net());
@@ -118,11 +126,9 @@ TEST_CASE("resume: a training stopped in phase I or II and resumed equals the un
 }
 
 TEST_CASE("resume: dynamic SEL with self-imitation, its episode's SEL features kept in the state") {
-  graph g = paper("8gpu_transformer_block.txt");
-  cluster c = make_preset("doppler-paper:8");
-  cost_model cm;
-  problem pb(g, c, cm);
-  const std::vector<const problem*> pbs{&pb};
+  const one_problem one("8gpu_transformer_block.txt", "doppler-paper:8");
+  const problem& pb = one.pb;
+  const auto& pbs = one.pbs;
   auto net = small_net();
   net.dynamic_sel = true;
   train_options o = settings(false);
@@ -158,11 +164,9 @@ TEST_CASE("resume: two problems taking turns resume on the right problem and bas
 }
 
 TEST_CASE("resume: periodic checkpoints and the one after phase II") {
-  graph g = paper("ffnn_192nodes.txt");
-  cluster c = make_preset("doppler-paper:4");
-  cost_model cm;
-  problem pb(g, c, cm);
-  const std::vector<const problem*> pbs{&pb};
+  const one_problem one("ffnn_192nodes.txt", "doppler-paper:4");
+  const problem& pb = one.pb;
+  const auto& pbs = one.pbs;
   train_options o = settings(false);
   o.checkpoint_every = 8;
   std::vector<int> phases;

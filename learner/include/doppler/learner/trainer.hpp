@@ -192,6 +192,13 @@ struct train_state {
   int sil_updates = 0;        ///< phase II's updates followed by self-imitation
   bool selected = false;      ///< phase 3: model selection ran ...
   double last_greedy = 0;     ///< ... and the last parameters' greedy makespan
+
+  /// Every per-problem vector (initial_greedy, phase II's sums, counts, EMAs and self-imitation's)
+  /// has one entry per problem: set so when training starts, phase I included.
+  bool sized_for(std::size_t problems) const {
+    return initial_greedy.size() == problems && cost_sum.size() == problems && ema.size() == problems &&
+           self_best.size() == problems && cost_n.size() == problems && self_episode.size() == problems;
+  }
 };
 
 /// Writes `s` and `settings` (a JSON object: the caller's description of the run, to compare on

@@ -1,0 +1,98 @@
+// Checks of flags several commands share: unsigned seeds, --streams, --chunk-bytes, --straggler.
+
+#include "commands.hpp"
+
+#include <doppler/comm/network.hpp>  // the chunk size range
+#include <doppler/runtime/cluster.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/sim.hpp>  // max_streams
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace doppler::cli {
+
+CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& s) {
+        if (s.find('-') != std::string::npos) return "must be >= 0, got " + s;
+        // Digits only: CLI11 reads "+5", " 5" and "0x10" too, and would clamp what lies beyond
+        // 2^64 - 1 (or wrap " -1") without a word.
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+          return "must be a decimal integer (digits only), got '" + s + "'";
+        std::uint64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc::result_out_of_range)
+          return "must be at most " + std::to_string(std::numeric_limits<std::uint64_t>::max()) + ", got " + s;
+        return std::string();
+      },
+      "N >= 0");
+}
+
+void check_streams_flag(int streams) {
+  if (streams < 1 || streams > max_streams)
+    throw error(errc::bad_argument, "", "--streams",
+                "must be in [1, " + std::to_string(max_streams) + "], got " + std::to_string(streams));
+}
+
+void check_chunk_bytes_flag(double bytes, const char* flag) {
+  if (!(bytes >= comm::min_chunk_bytes && bytes <= comm::max_chunk_bytes))
+    throw error(errc::bad_argument, "", flag,
+                fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", bytes,
+                            comm::min_chunk_bytes, comm::max_chunk_bytes));
+}
+
+std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c, const std::string& flag) {
+  auto colon = s.rfind(':');
+  auto bad = [&](const std::string& why) { return error(errc::bad_argument, "", flag, "'" + s + "': " + why); };
+  if (colon == std::string::npos) throw bad("expected DEVICE:FACTOR");
+  std::string dev = s.substr(0, colon), fac = s.substr(colon + 1);
+  std::optional<device_index> d = c.find_device(dev);
+  if (!d) {
+    try {
+      std::size_t used = 0;
+      unsigned long i = std::stoul(dev, &used);
+      if (used == dev.size() && i < c.device_count()) d = static_cast<device_index>(i);
+    } catch (const std::exception&) {
+    }
+  }
+  if (!d) throw bad("no device '" + dev + "' in cluster '" + c.name() + "'");
+  double f = 0;
+  try {
+    std::size_t used = 0;
+    f = std::stod(fac, &used);
+    if (used != fac.size()) throw std::invalid_argument("trailing characters");  // "2x", "3junk"
+  } catch (const std::exception&) {
+    throw bad("factor '" + fac + "' is not a number");
+  }
+  // ≤ 1e6: a slower device than that is a device to leave out, and the runtime's slowed waits
+  // (nanoseconds in 64 bits) overflow near 1e10 × a second-long op.
+  if (!(f >= 1.0) || !(f <= 1e6)) throw bad("factor must be a number in [1, 1e6]");
+  return {*d, f};
+}
+
+std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<std::string>& values, const cluster& c,
+                                                              const std::string& flag) {
+  std::vector<std::pair<device_index, double>> out;
+  std::map<device_index, double> product;  // several entries for one device multiply: the product too is ≤ 1e6
+  for (const auto& v : values) {
+    const auto [d, f] = parse_straggler(v, c, flag);
+    double& p = product.try_emplace(d, 1.0).first->second;
+    p *= f;
+    if (!(p <= 1e6))
+      throw error(errc::bad_argument, "", flag,
+                  fmt::format("the factors of device '{}' multiply to {:g}, more than 1e6", c[d].id, p));
+    out.emplace_back(d, f);
+  }
+  return out;
+}
+
+}  // namespace doppler::cli
