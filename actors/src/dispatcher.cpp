@@ -50,6 +50,12 @@ struct dispatcher_state {
 
 using dispatcher_pointer = dispatcher_actor::stateful_pointer<dispatcher_state>;
 
+/// How long a device may take to take the plan, or to hand back its outputs: 30 s, or the run's own
+/// timeout where that is longer (a large plan that a slow link carries to a worker).
+std::chrono::milliseconds handshake_limit(const run_plan& p) {
+  return std::max<std::chrono::milliseconds>(std::chrono::seconds(30), p.timeout);
+}
+
 /// "cpu2", or "cpu2 (worker 127.0.0.1:4000)" for a device in another process.
 std::string device_name(const run_plan& plan, device_index d) {
   std::string s = (*plan.c)[d].id;
@@ -192,7 +198,7 @@ void collect_and_finish(dispatcher_pointer self) {
   if (!st.plan->record_trace) r.events.clear();
   auto pending = std::make_shared<std::size_t>(st.plan->devices.size());
   for (auto& d : st.plan->devices) {
-    self->request(d, std::chrono::seconds(30), collect_atom::value, st.plan->run)
+    self->request(d, handshake_limit(*st.plan), collect_atom::value, st.plan->run)
         .then(
             [=](std::vector<op_output>& outs) {
               auto& rep = self->state.report;
@@ -348,9 +354,9 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
           const auto& d = p.devices[di];
           auto req = [&] {
             if (d.node() == self->node())
-              return self->request(d, std::chrono::seconds(30), begin_atom::value, plan_ref{st.plan});
+              return self->request(d, handshake_limit(p), begin_atom::value, plan_ref{st.plan});
             if (!text) text = std::make_shared<plan_text>(to_text(p));
-            return self->request(d, std::chrono::seconds(30), begin_atom::value, *text);
+            return self->request(d, handshake_limit(p), begin_atom::value, *text);
           }();
           std::move(req).then(
                   [=](caf::ok_atom) {
@@ -433,7 +439,8 @@ dispatcher_actor spawn_dispatcher(caf::actor_system& sys, std::shared_ptr<const 
 }
 
 run_report execute_plan(caf::actor_system& sys, std::shared_ptr<const run_plan> plan) {
-  auto grace = plan->timeout + std::chrono::seconds(30);
+  // The handshake, the run, the collection, and a margin: the dispatcher answers before this.
+  auto grace = plan->timeout + 2 * handshake_limit(*plan) + std::chrono::seconds(5);
   auto disp = spawn_dispatcher(sys, plan);
   caf::scoped_actor self{sys};
   run_report out;
@@ -441,7 +448,7 @@ run_report execute_plan(caf::actor_system& sys, std::shared_ptr<const run_plan> 
       .receive([&](run_report& r) { out = std::move(r); },
                [&](caf::error& err) {
                  out.ok = false;
-                 out.timed_out = true;  // not even the run's own timeout (+30 s grace) got an answer
+                 out.timed_out = true;  // not even the run's limits and a margin got an answer
                  out.failure = "dispatcher did not answer: " + sys.render(err);
                });
   return out;

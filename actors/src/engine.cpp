@@ -481,6 +481,14 @@ std::vector<device_index> engine::attach_worker(const std::string& host, std::ui
                                           std::to_string(mapped.size()) + " of cluster '" + c.name() +
                                           "' are not on other workers");
   }
+  // A straggler slows the kernels of this process's devices (make_straggler_backend wraps the local
+  // backend); a worker runs its own, so the slowdown would silently not happen.
+  for (device_index d : mapped)
+    for (auto [sd, f] : impl_->opt.stragglers)
+      if (sd == d)
+        throw error(errc::bad_argument, where + " serves device '" + c[d].id +
+                                            "', which the run's stragglers slow: a straggler slows only devices "
+                                            "this process runs, not a worker's");
   for (std::size_t k = 0; k < mapped.size(); ++k) {
     device_index d = mapped[k];
     impl_->lost[d] = false;

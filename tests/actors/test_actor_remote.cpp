@@ -292,6 +292,19 @@ TEST_CASE("attach_worker: a listener that never answers, one worker under two ad
   CHECK(e.location(1) == "worker 127.0.0.1:" + std::to_string(two.port()));
 }
 
+TEST_CASE("attach_worker refuses a worker serving a device the engine's stragglers slow") {
+  // The straggler wraps this process's backend; a worker's device would run at full speed unnoticed.
+  cluster c = make_preset("cpu:4");
+  worker two(c, {2, 3});  // cpu2, cpu3 by id
+  engine slowed(c, engine_options{}.with_network().with_straggler(3, 2.0));
+  CHECK_THROWS_WITH_AS(slowed.attach_worker("127.0.0.1", two.port()),
+                       doctest::Contains("serves device 'cpu3', which the run's stragglers slow"), doppler::error);
+  CHECK(slowed.location(2).empty());  // nothing mapped
+  CHECK(slowed.location(3).empty());
+  engine local_only(c, engine_options{}.with_network().with_straggler(0, 2.0));  // a local device: fine
+  CHECK(local_only.attach_worker("127.0.0.1", two.port()) == std::vector<device_index>{2, 3});
+}
+
 TEST_CASE("attach_worker fails clearly when the new worker cannot reach a worker the engine holds") {
   cluster c = make_preset("cpu:4");
   std::optional<worker> a;
