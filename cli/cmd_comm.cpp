@@ -31,6 +31,7 @@ struct demand_opts {
   int chunks_per_gpu = 1;
   std::string root;  // empty: the cluster's first device
   CLI::Option* chunk_bytes_option = nullptr;
+  CLI::Option* chunks_per_gpu_option = nullptr;
   bool chunk_bytes_given() const { return chunk_bytes_option && chunk_bytes_option->count() > 0; }
 };
 
@@ -43,7 +44,7 @@ void add_demand_options(CLI::App* cmd, demand_opts& o) {
   o.chunk_bytes_option =
       cmd->add_option("--chunk-bytes", o.chunk_bytes, "Bytes per chunk, 1 to 2^40 (a demand file carries its own)")
           ->capture_default_str();
-  cmd->add_option("--chunks-per-gpu", o.chunks_per_gpu, "Chunks per GPU (per pair for alltoall/scatter/gather), 1 to 65536")
+  o.chunks_per_gpu_option = cmd->add_option("--chunks-per-gpu", o.chunks_per_gpu, "Chunks per GPU (per pair for alltoall/scatter/gather), 1 to 65536")
       ->capture_default_str();
   cmd->add_option("--root", o.root, "Root device of broadcast/scatter/gather (default: the cluster's first device)");
 }
@@ -76,6 +77,10 @@ comm::demand make_demand(const cluster& c, const demand_opts& o) {
                                 "nor a demand file");
   if (!o.root.empty())
     throw error(errc::bad_argument, "", "--root", "a demand file names its own sources; --root is for collectives");
+  if (o.chunk_bytes_given())
+    throw error(errc::bad_argument, "", "--chunk-bytes", "a demand file gives its own chunk_bytes; --chunk-bytes is for collectives");
+  if (o.chunks_per_gpu_option && o.chunks_per_gpu_option->count() > 0)
+    throw error(errc::bad_argument, "", "--chunks-per-gpu", "a demand file lists its own chunks; --chunks-per-gpu is for collectives");
   return comm::load_demand(o.spec, c);
 }
 
@@ -164,7 +169,8 @@ void add_plan_comm(CLI::App& app) {
   cmd->add_option("--method", o->p.method, "milp, lp, telp, astar, greedy, ring, rings, direct, tree, auto")->capture_default_str();
   cmd->add_option("--time-limit", o->p.time_limit, "Solver seconds (milp, lp, telp, astar, auto)")->capture_default_str();
   cmd->add_option("--tau", o->tau, "Epoch length: fast, slow, or seconds")->capture_default_str();
-  cmd->add_option("--max-epochs", o->p.max_epochs, "Horizon cap (0: searched)")->capture_default_str();
+  cmd->add_option("--max-epochs", o->p.max_epochs, "Horizon cap in epochs: milp and telp search within it, and a longer plan from any method is an error "
+                  "(0: no cap)")->capture_default_str();
   cmd->add_option("--round-epochs", o->p.round_epochs, "astar: epochs per round")->capture_default_str();
   cmd->add_flag("--first-feasible", o->p.first_feasible, "MILP: stop at the first feasible schedule");
   cmd->add_flag("--switch-copy", o->p.switch_copy, "Switches may multicast");

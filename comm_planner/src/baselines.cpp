@@ -61,10 +61,15 @@ std::vector<device_index> allgather_members(const network& net, const demand& d,
       is_member[c.source] = 1;
       members.push_back(c.source);
     }
-  for (const chunk& c : d.chunks)
-    if (c.destinations.size() + 1 != members.size())
+  for (const chunk& c : d.chunks) {
+    // Destinations are distinct and never the source (the demand reader checks), so N − 1 of them
+    // that are all sources are exactly the other sources.
+    bool others = c.destinations.size() + 1 == members.size();
+    for (device_index v : c.destinations) others = others && is_member[v];
+    if (!others)
       throw error(errc::bad_argument, "the " + method + " method plans allgather demands only (chunk " +
                                           std::to_string(c.id) + " is not needed by every other device)");
+  }
   std::sort(members.begin(), members.end());
   return members;
 }

@@ -54,6 +54,12 @@ void demand::validate(const cluster& c, const std::string& file) const {
     throw error(errc::bad_value, file, "chunk_bytes",
                 fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", chunk_bytes,
                             min_chunk_bytes, max_chunk_bytes));
+  // 0: not given (computed from the chunks). Else room for 2^32 chunks of the largest size, which
+  // every built collective stays within; 1e300 printed a 290-digit algbw.
+  constexpr double max_output_bytes = max_chunk_bytes * 4294967296.0;
+  if (output_bytes != 0 && !(output_bytes >= 1 && output_bytes <= max_output_bytes))
+    throw error(errc::bad_value, file, "output_bytes",
+                fmt::format("{:.10g} is not an output size: 1 to {:.10g} bytes (2^72)", output_bytes, max_output_bytes));
   std::unordered_set<std::uint32_t> ids;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     const chunk& ch = chunks[i];

@@ -63,6 +63,8 @@ method_result plan_telp(const network& net, const demand& d, const plan_options&
 /// Re-planning at `opt.replan_epoch` from `opt.warm_start` (replan.cpp): the history before it
 /// kept, the rest planned again from the state there; validated.
 plan_result replan_at(const network& net, const demand& d, const plan_options& opt);
+/// Throws unless the warm start's schedule has this plan's chunk size and epoch length (both named).
+void check_warm_start(const network& net, const demand& d, const schedule& old);
 
 /// The sends of `old` that stay valid for `d` when replayed in epoch order (the chunk is in the
 /// demand, the link exists, the sender holds the chunk: its source, an earlier kept arrival, or for

@@ -12,7 +12,7 @@ namespace doppler::comm {
 
 namespace {
 
-/// A GPU-to-GPU transfer (switch chains collapsed).
+/// A GPU-to-GPU transfer (switch hops collapsed).
 struct hop {
   std::uint32_t chunk;  // demand chunk index
   device_index from, to;
@@ -38,26 +38,39 @@ std::string to_msccl_xml(const network& net, const demand& d, const schedule& s,
   const std::size_t D = net.device_count();
   std::unordered_map<std::uint32_t, std::uint32_t> index;
   for (std::size_t i = 0; i < d.chunks.size(); ++i) index.emplace(d.chunks[i].id, static_cast<std::uint32_t>(i));
-  // Collapse switch chains: a send into a switch continues with that switch's sends of the same
-  // chunk in the same epoch.
-  std::map<std::tuple<node_index, std::uint32_t, std::int32_t>, std::vector<const send*>> from_switch;
-  for (const send& x : s.sends)
-    if (net.is_switch(x.src)) from_switch[{x.src, x.chunk, x.epoch}].push_back(&x);
+  // Collapse switch hops (the network has no switch chains): each send out of a switch continues
+  // exactly one send into it of the same chunk in the same epoch — spread evenly over them, never
+  // back to its sender — so every delivery becomes one GPU-to-GPU step. (Continuing every send in
+  // with every send out made a broadcast through an NVSwitch deliver 15 steps for 7 deliveries.)
+  using switch_key = std::tuple<node_index, std::uint32_t, std::int32_t>;
+  std::map<switch_key, std::vector<const send*>> into, out_of;
+  for (const send& x : s.sends) {
+    if (net.is_switch(x.dst)) into[{x.dst, x.chunk, x.epoch}].push_back(&x);
+    if (net.is_switch(x.src)) out_of[{x.src, x.chunk, x.epoch}].push_back(&x);
+  }
+  std::unordered_map<const send*, std::vector<const send*>> continues;
+  for (const auto& [key, outs] : out_of) {
+    auto it = into.find(key);
+    if (it == into.end()) continue;  // nothing entered: the validator refuses such a schedule
+    const auto& ins = it->second;
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      std::size_t pick = j % ins.size();
+      for (std::size_t t = 0; t < ins.size() && ins[pick]->src == outs[j]->dst; ++t) pick = (pick + 1) % ins.size();
+      if (ins[pick]->src != outs[j]->dst) continues[ins[pick]].push_back(outs[j]);  // else back to its only sender
+    }
+  }
+  auto offset = [&](const send& x) { return net.links()[*net.find_link(x.src, x.dst)].offset; };
   std::vector<hop> hops;
   for (const send& x : s.sends) {
     if (net.is_switch(x.src)) continue;
-    std::vector<std::pair<node_index, std::int32_t>> frontier{{x.dst, net.links()[*net.find_link(x.src, x.dst)].offset}};
-    while (!frontier.empty()) {
-      auto [n, off] = frontier.back();
-      frontier.pop_back();
-      if (!net.is_switch(n)) {
-        hops.push_back({index.at(x.chunk), static_cast<device_index>(x.src), static_cast<device_index>(n), x.epoch,
-                        x.epoch + off});
-        continue;
-      }
-      for (const send* y : from_switch[{n, x.chunk, x.epoch}])
-        frontier.push_back({y->dst, net.links()[*net.find_link(y->src, y->dst)].offset});
+    const std::uint32_t chunk = index.at(x.chunk);
+    const auto from = static_cast<device_index>(x.src);
+    if (!net.is_switch(x.dst)) {
+      hops.push_back({chunk, from, static_cast<device_index>(x.dst), x.epoch, x.epoch + offset(x)});
+      continue;
     }
+    for (const send* y : continues[&x])
+      hops.push_back({chunk, from, static_cast<device_index>(y->dst), x.epoch, x.epoch + offset(*y)});
   }
   std::sort(hops.begin(), hops.end(), [](const hop& a, const hop& b) { return a.epoch < b.epoch; });
   // Thread blocks per GPU: send peers then receive peers.

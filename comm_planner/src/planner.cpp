@@ -95,8 +95,7 @@ plan_result validated(plan_result out, const network& net, const demand& d, cons
 plan_result replan(const cluster& c, const network& net, const demand& d, const plan_options& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const schedule& old = *opt.warm_start;
-  if (std::abs(old.epoch_seconds - net.tau()) > 1e-9 * net.tau() || old.chunk_bytes != d.chunk_bytes)
-    throw error(errc::bad_argument, "warm start: the previous schedule has another epoch length or chunk size");
+  detail::check_warm_start(net, d, old);
   // Only sends that are valid for the new demand count: a schedule of another demand whose chunk
   // ids overlap (an allgather's for an alltoall) carries nothing it cannot deliver.
   const std::vector<send> valid =
@@ -243,6 +242,10 @@ plan_result plan(const cluster& c, const demand& d, const plan_options& opt) {
   out.sched = detail::make_schedule(net, d, method, std::move(r.sends));
   out.sched.proved_optimal = r.proved_optimal || out.sched.epochs == out.bound.epochs;
   out.sched.note = r.note;
+  if (opt.max_epochs > 0 && out.sched.epochs > opt.max_epochs)  // the methods that do not search a horizon
+    throw error(errc::infeasible, "method " + method + "'s schedule takes " + std::to_string(out.sched.epochs) +
+                                      " epochs, more than the cap of " + std::to_string(opt.max_epochs) +
+                                      " (milp and telp search within a cap; the others plan without one)");
   out.sched.lower_bound_seconds = out.bound.seconds;
   out.sched.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   try {

@@ -10,6 +10,8 @@
 
 #include <doppler/runtime/error.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -77,12 +79,19 @@ struct candidate {
 
 }  // namespace
 
+void check_warm_start(const network& net, const demand& d, const schedule& old) {
+  if (std::abs(old.epoch_seconds - net.tau()) > 1e-9 * net.tau() || old.chunk_bytes != d.chunk_bytes)
+    throw error(errc::bad_argument, "", "warm_start",
+                fmt::format("the previous schedule has {:.10g}-byte chunks and epochs of {:.6g} s, this plan {:.10g}-byte "
+                            "chunks and epochs of {:.6g} s: re-plan with the previous chunk size and epoch length",
+                            old.chunk_bytes, old.epoch_seconds, d.chunk_bytes, net.tau()));
+}
+
 plan_result replan_at(const network& net, const demand& d, const plan_options& opt) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const schedule& old = *opt.warm_start;
-  if (std::abs(old.epoch_seconds - net.tau()) > 1e-9 * net.tau() || old.chunk_bytes != d.chunk_bytes)
-    throw error(errc::bad_argument, "warm start: the previous schedule has another epoch length or chunk size");
+  check_warm_start(net, d, old);
   if (opt.method != "greedy" && opt.method != "auto" && opt.method != "milp")
     throw error(errc::bad_argument, "re-planning at an epoch supports the greedy, auto and milp methods, not " + opt.method);
   const std::int32_t t0 = opt.replan_epoch;

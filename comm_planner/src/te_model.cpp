@@ -141,8 +141,12 @@ window_result solve_window(const network& net, const demand& d, const plan_optio
     vals.push_back(v);
   };
   std::vector<double> dist_now(C * D, 0);
+  // Job weights relative to the largest: the objective's scale stays that of weight 1 whatever the
+  // file says (CLP asserts on coefficients of 1e25 and more: a weight of 1e30 aborted the process).
+  double top_weight = 0;
+  for (const job& j : d.jobs) top_weight = std::max(top_weight, j.weight);
   for (std::size_t c = 0; c < C; ++c) {
-    double weight = d.jobs.empty() ? 1.0 : d.jobs[d.chunks[c].job].weight;
+    const double weight = d.jobs.empty() ? 1.0 : d.jobs[d.chunks[c].job].weight / top_weight;
     for (device_index v = 0; v < D; ++v) {
       std::int32_t held = w.held_from[c * D + v];
       if (held <= 0) continue;

@@ -94,6 +94,8 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
   };
   std::unordered_map<std::uint64_t, switch_state> sw;  // (switch, chunk) within the current epoch
   auto key = [&](node_index n, std::uint32_t ci) { return static_cast<std::uint64_t>(n) * (C + 1) + ci; };
+  std::int32_t last_arrival = 0;  // the latest arrival at a device of any send, and that send
+  std::size_t latest_send = 0;
   auto arrive = [&](std::size_t i, double start) {
     const send& x = s.sends[i];
     const te_link& t = net.links()[send_link[i]];
@@ -108,6 +110,10 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
       ++st.in;
       st.ready = std::min(st.ready, end + t.latency);
     } else {
+      if (x.epoch + t.offset > last_arrival) {
+        last_arrival = x.epoch + t.offset;
+        latest_send = i;
+      }
       auto& h = hold[ci * D + x.dst];
       h = std::min(h, x.epoch + t.offset);
       auto& a = avail[ci * D + x.dst];
@@ -184,6 +190,9 @@ replay_report validate_schedule(const network& net, const demand& d, const sched
   if (s.epochs < rep.epochs_used)
     fail("epochs", "the header says " + std::to_string(s.epochs) + " epochs but the sends need " +
                        std::to_string(rep.epochs_used));
+  if (s.epochs < last_arrival)  // a send after the schedule's end (redundant, but the header must cover it)
+    fail(path_of(latest_send), describe(latest_send) + ": arrives at epoch " + std::to_string(last_arrival) +
+                                 ", after the header's " + std::to_string(s.epochs) + " epochs");
   rep.transfer_seconds = rep.epochs_used * net.tau();
   rep.output_bytes = d.output_size(D);
   rep.algbw = rep.transfer_seconds > 0 ? rep.output_bytes / rep.transfer_seconds : 0;

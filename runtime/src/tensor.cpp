@@ -49,6 +49,14 @@ double max_abs_diff(const tensor& a, const tensor& b) noexcept {
   return m;
 }
 
+double max_rel_diff(const tensor& a, const tensor& ref) noexcept {
+  const double diff = max_abs_diff(a, ref);
+  if (!std::isfinite(diff)) return std::numeric_limits<double>::infinity();
+  double peak = 0;
+  for (float v : ref.values()) peak = std::max(peak, std::fabs(double(v)));
+  return diff / std::max(peak, 1e-30);
+}
+
 bool all_finite(const tensor& t) noexcept {
   for (float v : t.values())
     if (!std::isfinite(v)) return false;

@@ -57,6 +57,18 @@ TEST_CASE("comm cli: --root defaults to the cluster's first device and applies o
   refused(d, "compare-comm --cluster cpu:4 --collective alltoall --root cpu1", {"--root"});
 }
 
+TEST_CASE("comm cli: --chunk-bytes and --chunks-per-gpu are for collectives, not demand files") {
+  temp_dir d;
+  write(d / "d.json", R"({"format":"doppler-demand/1","chunk_bytes":1000000,)"
+                      R"("chunks":[{"id":0,"source":"cpu0","destinations":["cpu1"]}]})");
+  result r = run(d, "plan-comm --cluster cpu:2 --method greedy --demand d.json");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  // Both were ignored without a word (and --chunk-bytes nan passed).
+  refused(d, "plan-comm --cluster cpu:2 --method greedy --demand d.json --chunk-bytes nan", {"--chunk-bytes", "demand file"});
+  refused(d, "plan-comm --cluster cpu:2 --method greedy --demand d.json --chunk-bytes 2000000", {"--chunk-bytes"});
+  refused(d, "compare-comm --cluster cpu:2 --demand d.json --chunks-per-gpu 9", {"--chunks-per-gpu", "demand file"});
+}
+
 TEST_CASE("comm cli: compare-comm shows a method that does not apply as a row, and fails when none applies") {
   temp_dir d;
   // ring plans allgather only: with direct next to it the alltoall table has both rows and exits 0.

@@ -134,3 +134,63 @@ TEST_CASE("schedules: topology, chunk size and epoch length must fit the cluster
   expect_path([&] { validate_schedule(c, d2, other); }, errc::bad_value, "epoch_seconds", "too long");
   CHECK(validate_schedule(c, d, parse_schedule(text, c, "s.json")).epochs_used == r.sched.epochs);
 }
+
+TEST_CASE("network: chains of switches and parallel links are refused, naming the link") {
+  // gpu0 -> sw1 -> sw2 -> gpu1: a switch forwards in the epoch a chunk enters it, and its out-link
+  // counts the α into it, so the first hop's α would be lost (planned 21 epochs for 40 of latency).
+  cluster chain("chain", gpus(2), {"sw1", "sw2"},
+                {{"gpu0", "sw1", 1e10, 1e-5, true}, {"sw1", "sw2", 1e10, 1e-5, true}, {"sw2", "gpu1", 1e10, 1e-5, true}});
+  expect_path([&] { network(chain, mb); }, errc::bad_argument, "links", "link sw1 -> sw2 joins two switches");
+  expect_path([&] { plan(chain, make_collective(chain, collective::broadcast, mb), plan_options{}.with_method("direct")); },
+              errc::bad_argument, "links", "joins two switches");
+  // Two links gpu0 -> gpu1: a send names its link by its ends (the validator took the first and
+  // called the plan's use of both over capacity).
+  cluster twice("twice", gpus(2), {}, {{"gpu0", "gpu1", mb, 0, true}, {"gpu0", "gpu1", mb, 0, true}});
+  expect_path([&] { network(twice, mb); }, errc::bad_argument, "links", "two links gpu0 -> gpu1");
+  CHECK(network(star(3), mb).links().size() == 6);  // one switch between devices: fine
+}
+
+TEST_CASE("demands and plans: job weights of any size, output sizes, ring's shape, the epoch cap, warm starts") {
+  cluster c = ring(4);
+  // A job weight of 1e30 went into CLP's objective as is and aborted the process (CLP asserts
+  // |coefficient| < 1e25): weights count relative to the largest.
+  demand weighted = merge_jobs({make_collective(c, collective::broadcast, mb), make_collective(c, collective::broadcast, mb, 1, 2)},
+                               {1e30, 1e-30});
+  plan_result milp = plan(c, weighted, plan_options{}.with_method("milp"));
+  CHECK(milp.sched.epochs == milp.bound.epochs);
+  demand plain = merge_jobs({make_collective(c, collective::broadcast, mb), make_collective(c, collective::broadcast, mb, 1, 2)},
+                            {1, 1});
+  CHECK(plan(c, plain, plan_options{}.with_method("milp")).sched.epochs == milp.sched.epochs);
+  // output_bytes: absent, or 1 byte to 2^72 (1e300 printed a 290-digit algbw).
+  for (const char* bad : {"1e300", "1e-300", "-5"}) {
+    CAPTURE(bad);
+    expect_path([&] {
+      parse_demand(std::string(R"({"format":"doppler-demand/1","chunk_bytes":1000000,"output_bytes":)") + bad +
+                       R"(,"chunks":[{"id":0,"source":"gpu0","destinations":["gpu1"]}]})",
+                   c, "d.json");
+    }, errc::bad_value, "output_bytes", "d.json: output_bytes");
+  }
+  CHECK(parse_demand(R"({"format":"doppler-demand/1","chunk_bytes":1000000,"output_bytes":4e6,)"
+                     R"("chunks":[{"id":0,"source":"gpu0","destinations":["gpu1"]}]})", c, "d.json")
+            .output_size(4) == 4e6);
+  // ring/rings: N − 1 destinations that are not the other sources is no allgather (it failed
+  // validation with an internal error).
+  demand pairs = parse_demand(R"({"format":"doppler-demand/1","chunk_bytes":1000000,"chunks":[)"
+                              R"({"id":0,"source":"gpu0","destinations":["gpu1"]},)"
+                              R"({"id":1,"source":"gpu2","destinations":["gpu3"]}]})", c, "d.json");
+  for (const char* m : {"ring", "rings"}) expect_error([&] { plan(c, pairs, plan_options{}.with_method(m)); }, errc::bad_argument, "allgather demands only");
+  // --max-epochs: a method that plans without a horizon may not return a longer plan.
+  demand ag = make_collective(c, collective::allgather, mb, 2);
+  const std::int32_t ring_epochs = plan(c, ag, plan_options{}.with_method("ring")).sched.epochs;
+  const std::int32_t bound = plan(c, ag, plan_options{}.with_method("greedy")).bound.epochs;
+  REQUIRE(ring_epochs > bound);
+  expect_error([&] { plan(c, ag, plan_options{}.with_method("ring").with_max_epochs(ring_epochs - 1)); }, errc::infeasible,
+               "more than the cap of " + std::to_string(ring_epochs - 1));
+  CHECK(plan(c, ag, plan_options{}.with_method("ring").with_max_epochs(ring_epochs)).sched.epochs == ring_epochs);
+  // A warm start of another chunk size names both sizes.
+  schedule old = plan(c, ag, plan_options{}.with_method("greedy")).sched;
+  demand bigger = make_collective(c, collective::allgather, 2 * mb, 2);
+  plan_options warm;
+  warm.with_method("greedy").warm_start = &old;
+  expect_path([&] { plan(c, bigger, warm); }, errc::bad_argument, "warm_start", "1000000-byte chunks");
+}

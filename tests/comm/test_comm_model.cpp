@@ -210,6 +210,9 @@ TEST_CASE("validator rejects broken schedules naming the first violated send") {
   s = line_schedule();
   s.epochs = 1;
   reject(s, "epochs", "the sends need 2");
+  s = line_schedule();
+  s.sends.push_back({0, 1, 0, 5});  // gpu1 returns chunk 0 long after the end: the header must cover it
+  reject(s, "sends[6]", "arrives at epoch 6, after the header's 2 epochs");
 }
 
 TEST_CASE("validator: switches forward in the same epoch and copy only when allowed") {

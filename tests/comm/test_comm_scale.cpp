@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <set>
 
 using namespace doppler;
 using namespace doppler::comm;
@@ -92,4 +93,45 @@ TEST_CASE("MSCCL export: one peer per thread block, dependencies on receives") {
   CHECK(ctl.rfind("<algo name=\"x\xEF\xBF\xBDy&#9;z&#10;\"", 0) == 0);
   CHECK(std::none_of(ctl.begin(), ctl.end(), [](char ch) { return ch > 0 && ch < 0x20 && ch != '\n'; }));
   CHECK(named.find("coll=\"custom\"") != std::string::npos);
+}
+
+TEST_CASE("MSCCL export through switches: one step per delivery, no GPU receives a chunk twice") {
+  // Several GPUs send a chunk into a switch in one epoch: each send out of it continues one of them.
+  // The broadcast on dgx-h100 and the allgather on h100-2x8 (NVSwitch and network switch, with switch
+  // copy) once exported 15 steps for 7 deliveries and 278 for 240.
+  struct one_case {
+    const char* cluster;
+    collective kind;
+    bool switch_copy;
+  };
+  for (const one_case& k : {one_case{"dgx-h100", collective::broadcast, true}, one_case{"dgx-h100", collective::broadcast, false},
+                            one_case{"h100-2x8", collective::allgather, true}, one_case{"h100-2x8", collective::allgather, false}}) {
+    CAPTURE(k.cluster);
+    CAPTURE(k.switch_copy);
+    cluster c = load_comm_cluster(k.cluster);
+    demand d = make_collective(c, k.kind, 1 << 20, 1);
+    plan_result r = plan(c, d, plan_options{}.with_method("greedy").with_switch_copy(k.switch_copy));
+    network net(c, d.chunk_bytes);
+    std::size_t deliveries = 0;  // sends that end at a GPU, from a GPU or out of a switch
+    for (const send& x : r.sched.sends) deliveries += !net.is_switch(x.dst);
+    const std::string xml = to_msccl_xml(net, d, r.sched);
+    std::regex recv_re("type=\"r\" srcbuf=\"\\w\" srcoff=\"-?\\d+\" dstbuf=\"(\\w)\" dstoff=\"(\\d+)\"");
+    std::size_t sends = 0, recvs = 0;
+    for (std::size_t p = xml.find("type=\"s\""); p != std::string::npos; p = xml.find("type=\"s\"", p + 1)) ++sends;
+    // Per GPU, the (buffer, offset) every receive writes: a chunk arrives once.
+    std::size_t gpu_at = xml.find("<gpu id=");
+    while (gpu_at != std::string::npos) {
+      std::size_t next = xml.find("<gpu id=", gpu_at + 1);
+      const std::string part = xml.substr(gpu_at, next == std::string::npos ? std::string::npos : next - gpu_at);
+      std::set<std::string> written;
+      for (auto it = std::sregex_iterator(part.begin(), part.end(), recv_re); it != std::sregex_iterator(); ++it) {
+        ++recvs;
+        CHECK(written.insert((*it)[1].str() + (*it)[2].str()).second);
+      }
+      gpu_at = next;
+    }
+    CHECK(deliveries > 0);
+    CHECK(sends == deliveries);
+    CHECK(recvs == deliveries);
+  }
 }

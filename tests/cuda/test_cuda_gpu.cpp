@@ -24,7 +24,6 @@
 using namespace doppler;
 namespace dc = doppler::cuda;
 using doppler::testing::have_gpu;
-using doppler::testing::rel_error;
 
 namespace {
 
@@ -36,7 +35,7 @@ double worst_error(const graph& g, std::uint64_t seed, std::string* worst_op) {
   double worst = 0;
   for (op_index i = 0; i < g.size(); ++i) {
     REQUIRE(all_finite(gpu[i]));
-    const double e = rel_error(gpu[i], cpu[i]);
+    const double e = max_rel_diff(gpu[i], cpu[i]);
     if (e > worst) {
       worst = e;
       *worst_op = g[i].id + " (" + std::string(to_string(g[i].kind)) + ")";
@@ -172,7 +171,7 @@ TEST_CASE("launch reports completion on another thread with event-measured times
     CHECK(threads[k] != std::this_thread::get_id());
   }
   const auto cpu = execute_reference(g, 11);
-  for (op_index i = 0; i < g.size(); ++i) CHECK(rel_error(dev.download(out[i]), cpu[i]) <= 1e-4);
+  for (op_index i = 0; i < g.size(); ++i) CHECK(max_rel_diff(dev.download(out[i]), cpu[i]) <= 1e-4);
 }
 
 TEST_CASE("four streams overlap independent kernels") {
@@ -266,7 +265,7 @@ TEST_CASE("cuda_executor (the actor backend's path) equals execute_op, from seve
         args.clear();
         for (op_index p : g[i].inputs) args.push_back(&ref[p]);
         const tensor out = ex.execute_on(t, g, i, args, 2);
-        if (rel_error(out, ref[i]) > 1e-4) ++bad;
+        if (max_rel_diff(out, ref[i]) > 1e-4) ++bad;
       }
     });
   for (auto& th : threads) th.join();
@@ -304,7 +303,7 @@ TEST_CASE("cuda_executor's resident path: launch_on, copy_to, chunk ranges devic
     out[i] = ex.launch_on(0, g, i, args, 4);
   }
   double worst = 0;
-  for (op_index i = 0; i < g.size(); ++i) worst = std::max(worst, rel_error(ex.download(out[i]), ref[i]));
+  for (op_index i = 0; i < g.size(); ++i) worst = std::max(worst, max_rel_diff(ex.download(out[i]), ref[i]));
   CHECK(worst <= 1e-4);
 }
 

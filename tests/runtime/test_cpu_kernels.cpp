@@ -269,6 +269,20 @@ TEST_CASE("max_abs_diff: the largest difference, and a NaN anywhere is never hid
   }
 }
 
+TEST_CASE("max_rel_diff: the largest difference over the reference's scale, infinite on a NaN or a shape mismatch") {
+  tensor ref({3}, {-4.0f, 1.0f, 2.0f}), a({3}, {-4.0f, 1.5f, 2.0f});
+  CHECK(max_rel_diff(a, ref) == doctest::Approx(0.5 / 4.0));  // the scale is max |ref|, sign ignored
+  CHECK(max_rel_diff(ref, ref) == 0.0);
+  CHECK(max_rel_diff(tensor({2}, {0.0f, 0.0f}), tensor({2}, {0.0f, 0.0f})) == 0.0);  // zero reference, no error
+  CHECK(max_rel_diff(tensor({2}, {0.0f, 1e-6f}), tensor({2}, {0.0f, 0.0f})) > 1e3);  // zero reference, an error
+  CHECK(std::isinf(max_rel_diff(a, tensor({2}, {0.0f, 1.0f}))));
+  tensor n = a;
+  n[1] = std::nanf("");
+  CHECK(std::isinf(max_rel_diff(n, ref)));
+  CHECK(std::isinf(max_rel_diff(ref, n)));
+  CHECK_FALSE(max_rel_diff(n, ref) <= 1e-3);
+}
+
 TEST_CASE("execute_op checks its inputs and names the op") {
   graph_builder b("g");
   b.input("x", {2, 3});

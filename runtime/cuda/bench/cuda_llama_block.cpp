@@ -35,14 +35,6 @@ namespace dc = doppler::cuda;
 
 namespace {
 
-double rel_error(const tensor& a, const tensor& ref) {
-  if (a.shape() != ref.shape()) return INFINITY;
-  double peak = 0;
-  for (float v : ref.values()) peak = std::max(peak, std::fabs(double(v)));
-  const double diff = max_abs_diff(a, ref);  // NaN where either side has one: an error, not a pass
-  return std::isnan(diff) ? INFINITY : diff / std::max(peak, 1e-30);
-}
-
 struct stats {
   double mean = 0, min = 0;
 };
@@ -152,7 +144,7 @@ int main(int argc, char** argv) try {
         if (r == repeat)
           for (op_index i = 0; i < g.size(); ++i)
             if (g.succs(i).empty())
-              err = std::max(err, rel_error(devs[0]->download(run.output(i), 0), ref[i]));
+              err = std::max(err, max_rel_diff(devs[0]->download(run.output(i), 0), ref[i]));
         for (auto* d : devs) d->synchronize();
       }
       const stats st = summarize(times);
@@ -176,7 +168,7 @@ int main(int argc, char** argv) try {
           const run_result r = e.run(g, p, run_options{}.with_mode(mode).with_repeat(repeat).with_seed(seed));
           double err = 0;
           for (op_index i = 0; i < g.size(); ++i)
-            if (g.succs(i).empty()) err = std::max(err, rel_error(r.outputs[i], ref[i]));
+            if (g.succs(i).empty()) err = std::max(err, max_rel_diff(r.outputs[i], ref[i]));
           std::printf("| %s | %s | %s | %.4f | %.4f | %llu | %.1e%s |\n", how, name.c_str(),
                       mode == exec_mode::wc ? "wc" : "bsp", r.mean_makespan(), r.min_makespan(),
                       static_cast<unsigned long long>(r.transfers.back()), err, err <= 1e-4 ? "" : " FAIL");

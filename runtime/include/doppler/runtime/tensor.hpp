@@ -58,6 +58,9 @@ bool bitwise_equal(const tensor& a, const tensor& b) noexcept;
 /// Largest |a[i] − b[i]|; +inf when the shapes differ, NaN when any difference is NaN (wherever it
 /// sits: a check `!(diff <= tol)` then fails on it).
 double max_abs_diff(const tensor& a, const tensor& b) noexcept;
+/// max_abs_diff(a, ref) over ref's largest |value| (the GPU checks' error against a reference);
+/// +inf when the shapes differ or any difference is NaN, so `err <= tol` fails on both.
+double max_rel_diff(const tensor& a, const tensor& ref) noexcept;
 /// True when every value is finite.
 bool all_finite(const tensor& t) noexcept;
 
