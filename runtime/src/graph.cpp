@@ -232,11 +232,10 @@ graph graph_builder::build() && {
       if (!o.inputs.empty())
         throw error(errc::shape_mismatch, "", path() + ".inputs", "input op '" + o.id + "' cannot have inputs");
     } else if (o.kind == op_kind::synthetic) {
-      if (o.shape.empty() && (!o.flops_override || !o.bytes_override))
+      // FORMATS.md: an opaque op "must give flops and bytes", with or without a shape.
+      if (!o.flops_override || !o.bytes_override)
         throw error(errc::missing_field, "", path() + (o.flops_override ? ".bytes" : ".flops"),
                     "synthetic op '" + o.id + "' needs `flops` and `bytes`");
-      if (!o.flops_override)
-        throw error(errc::missing_field, "", path() + ".flops", "synthetic op '" + o.id + "' needs `flops`");
     } else {
       if (o.shape.empty())
         throw error(errc::missing_field, "", path() + ".shape", "op '" + o.id + "' needs its output `shape`");

@@ -5,6 +5,7 @@
 #include <doppler/runtime/io.hpp>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -156,6 +157,7 @@ std::vector<std::int64_t> parse_int_list(std::string_view s, const std::string& 
 }  // namespace
 
 graph parse_paper_graph(std::string_view text, const std::string& file) {
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark, as sniff_format skips
   line_reader lr{text};
   std::string_view line;
   auto need_line = [&](const char* what) {
@@ -211,6 +213,9 @@ graph parse_paper_graph(std::string_view text, const std::string& file) {
     s.flops = static_cast<double>(nums[0]);
     s.bytes = static_cast<double>(nums[1]);
     s.name = std::string(tag);
+    if (utf8_replaced(tag) != tag)  // the JSON a converted graph is written as needs UTF-8
+      throw error(errc::bad_value, file, "line " + std::to_string(lr.line),
+                  "node " + std::to_string(i) + ": its tag is not valid UTF-8");
   }
   while (lr.next(line))
     if (!trim(line).empty())
@@ -224,7 +229,7 @@ graph parse_paper_graph(std::string_view text, const std::string& file) {
                         std::to_string(placed) + " nodes are placed");
     specs[static_cast<std::size_t>(dst[e])].inputs.push_back(fmt::format("n{}", src[e]));
   }
-  graph_builder b(file.substr(file.find_last_of('/') + 1));
+  graph_builder b(utf8_replaced(file.substr(file.find_last_of('/') + 1)));
   b.reserve(specs.size());
   for (auto& s : specs) b.push(std::move(s));
   try {
@@ -234,31 +239,79 @@ graph parse_paper_graph(std::string_view text, const std::string& file) {
   }
 }
 
-std::string sniff_format(std::string_view text) {
+namespace {
+
+/// The text from its first byte that is not a byte order mark or blank ("" when there is none).
+std::string_view content_start(std::string_view text) {
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
   auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return "";
-  // The paper's format starts with its node count; JSON with `{`, `[`, `"` or a literal. Anything
-  // else (a binary file) is no format: the JSON reader then reports where it stops making sense.
-  if (text[first] >= '0' && text[first] <= '9') return "paper-text";
-  if (text[first] != '{') return "";
-  // Look for "format" among the first few kilobytes; good enough to dispatch, the chosen reader
-  // then checks the tag properly. A tag that is not a string is no tag.
-  auto head = text.substr(0, 1 << 16);
-  auto k = head.find("\"format\"");
-  if (k == std::string_view::npos) return "";
-  auto colon = head.find_first_not_of(" \t\r\n", k + 8);
-  if (colon == std::string_view::npos || head[colon] != ':') return "";
-  auto q1 = head.find_first_not_of(" \t\r\n", colon + 1);
-  if (q1 == std::string_view::npos || head[q1] != '"') return "";
-  auto q2 = head.find('"', q1 + 1);
-  if (q2 == std::string_view::npos) return "";
-  return std::string(head.substr(q1 + 1, q2 - q1 - 1));
+  return first == std::string_view::npos ? std::string_view{} : text.substr(first);
+}
+
+/// The paper's format starts with its node count; JSON with `{`, `[`, `"` or a literal.
+bool paper_text(std::string_view text) {
+  auto c = content_start(text);
+  return !c.empty() && c[0] >= '0' && c[0] <= '9';
+}
+
+}  // namespace
+
+std::string sniff_format(std::string_view text) {
+  if (paper_text(text)) return "paper-text";
+  // Anything else but an object (a binary file) is no format: the JSON reader then reports where it
+  // stops making sense.
+  text = content_start(text);
+  if (text.empty() || text[0] != '{') return "";
+  // The top-level "format" member's string, read by a SAX pass that stops there: a "format" key
+  // inside an op (an unknown field, which readers ignore) is not the file's tag. A tag that is not
+  // a string is no tag; so is malformed JSON, which the chosen reader then reports properly.
+  struct top_level_tag : nlohmann::json_sax<nlohmann::json> {
+    int depth = 0;
+    bool at_tag = false;
+    std::string tag;
+    bool value() {  // a scalar: the tag only if it is the string right after the key
+      at_tag = false;
+      return true;
+    }
+    bool null() override { return value(); }
+    bool boolean(bool) override { return value(); }
+    bool number_integer(number_integer_t) override { return value(); }
+    bool number_unsigned(number_unsigned_t) override { return value(); }
+    bool number_float(number_float_t, const string_t&) override { return value(); }
+    bool binary(binary_t&) override { return value(); }
+    bool string(string_t& s) override {
+      if (!at_tag) return true;
+      tag = s;
+      return false;  // found: stop reading
+    }
+    bool start_object(std::size_t) override {
+      at_tag = false;
+      ++depth;
+      return true;
+    }
+    bool end_object() override { return --depth > 0; }
+    bool start_array(std::size_t) override {
+      at_tag = false;
+      ++depth;
+      return true;
+    }
+    bool end_array() override {
+      --depth;
+      return true;
+    }
+    bool key(string_t& k) override {
+      at_tag = depth == 1 && k == "format";
+      return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  } sax;
+  nlohmann::json::sax_parse(text, &sax);
+  return sax.tag;
 }
 
 graph load_graph(const std::string& path) {
   std::string text = read_file(path);
-  if (sniff_format(text) == "paper-text") return parse_paper_graph(text, path);
+  if (paper_text(text)) return parse_paper_graph(text, path);
   return parse_graph(text, path);
 }
 

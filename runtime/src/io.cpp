@@ -1,6 +1,8 @@
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/io.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -122,6 +124,11 @@ void write_file_atomic(const std::string& path, std::string_view text) {
     ::unlink(tmp.c_str());
     throw error(errc::io, path, "", std::string("cannot rename temporary file into place: ") + std::strerror(err));
   }
+}
+
+std::string utf8_replaced(std::string_view s) {
+  const auto quoted = nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(quoted).get<std::string>();
 }
 
 }  // namespace doppler

@@ -168,7 +168,9 @@ shape_check infer_shape(op_kind kind, std::span<const shape_t* const> in, const 
         if (!same)
           return fail("concat input " + std::to_string(i) + " " + to_string(y) + " does not match input 0 " +
                       to_string(x) + " outside axis " + std::to_string(ax));
-        out[static_cast<std::size_t>(ax)] += y[static_cast<std::size_t>(ax)];
+        auto& extent = out[static_cast<std::size_t>(ax)];
+        if (__builtin_add_overflow(extent, y[static_cast<std::size_t>(ax)], &extent))  // wrapped to a shape that matched
+          return fail("concat inputs' axis " + std::to_string(ax) + " extents add up past 64 bits");
       }
       return {out, {}};
     }

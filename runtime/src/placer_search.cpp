@@ -76,11 +76,7 @@ class search_placer final : public placer {
     cur.method = name();
     const auto n = static_cast<op_index>(g.size());
     const auto n_dev = static_cast<device_index>(c.device_count());
-    if (n == 0 || n_dev < 2 || opt.budget <= 0) {
-      if (opt.progress) opt.progress(1.0);
-      return cur;
-    }
-
+    // A given start must fit, whether or not anything is searched (budget 0 returned it unchecked).
     memory_tracker mem(g, c, opt.respect_memory);
     for (op_index v = 0; v < n; ++v) mem.add(cur.device[v], v);
     if (opt.start && mem.enabled())
@@ -89,6 +85,10 @@ class search_placer final : public placer {
           throw error(errc::infeasible, "search: the start placement puts " + std::to_string(mem.used(d)) +
                                             " bytes on device " + c[d].id + ", over its memory (" +
                                             std::to_string(mem.capacity(d)) + " bytes)");
+    if (n == 0 || n_dev < 2 || opt.budget <= 0) {
+      if (opt.progress) opt.progress(1.0);
+      return cur;
+    }
 
     std::mt19937_64 rng(opt.seed ^ 0x9e3779b97f4a7c15ULL);
     std::uniform_real_distribution<double> unit(0.0, 1.0);

@@ -243,7 +243,7 @@ sim_result simulate_wc(const graph& g, const cluster& c, const placement& p, sim
     if (sharing) push_event(std::max(start, end - ap.chunk_bytes / lk.bandwidth), copy_bit);  // a copy, too
     link_free[hop.link] = end;
     r.link_bytes[hop.link] += ap.chunk_bytes;
-    if (tracing) r.events.push_back({trace_event::kind::transfer, ap.op, hop.link, hop.toward, start, end});
+    if (tracing) r.events.push_back({trace_event::kind::transfer, ap.op, hop.link, hop.toward, start, end, ap.chunk_bytes});
     enqueue(transfer{ap.op, hop.toward, hop.link, none, end, k, h});
   };
   // The output of u (on device d, at time t) to every device of `dests`: planned when the planner

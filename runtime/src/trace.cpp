@@ -2,6 +2,7 @@
 // chrome://tracing open it. One process per device and per link that carried a transfer; events
 // that overlap on one process (several streams, or the simple model's uncontended transfers) go to
 // separate threads ("lanes"), since a viewer nests events of one thread.
+#include <doppler/runtime/error.hpp>
 #include <doppler/runtime/sim.hpp>
 #include <doppler/runtime/trace_json.hpp>
 
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <numeric>
 
@@ -18,7 +20,13 @@ namespace trace_json {
 
 std::string quote(std::string_view s) { return nlohmann::json(std::string(s)).dump(); }
 
-std::string micros(double seconds) { return fmt::format("{}", seconds * 1e6); }
+std::string micros(double seconds) {
+  const double us = seconds * 1e6;
+  // JSON has no inf: a time past ~1.8e302 s made the whole trace unreadable.
+  if (!std::isfinite(us))
+    throw error(errc::bad_value, "", "trace", fmt::format("a time of {:g} s does not fit a trace's microseconds", seconds));
+  return fmt::format("{}", us);
+}
 
 }  // namespace trace_json
 
@@ -111,7 +119,8 @@ std::string chrome_trace(const graph& g, const cluster& c, const sim_result& r, 
                      R"({{"name": {}, "cat": "transfer", "ph": "X", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )"
                      R"("args": {{"op": {}, "kind": "{}", "bytes": {}, "to": {}}}}})",
                      quote(o.id + " -> " + c[e.dst].id), pid_of(e), lane[i] + 1, micros(e.start),
-                     micros(e.end - e.start), id_of(e.id), to_string(o.kind), o.bytes, quote(c[e.dst].id));
+                     micros(e.end - e.start), id_of(e.id), to_string(o.kind), e.bytes > 0 ? e.bytes : o.bytes,
+                     quote(c[e.dst].id));
     }
   }
   events.close();

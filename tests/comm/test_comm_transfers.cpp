@@ -12,6 +12,7 @@
 #include <doppler/runtime/transfer_plan.hpp>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 
@@ -73,6 +74,16 @@ TEST_CASE("a tensor consumed on three devices of a line crosses the first link o
   std::size_t hops = 0;
   for (const auto& e : planned.events) hops += e.what == trace_event::kind::transfer ? 1 : 0;
   CHECK(hops == 12);
+  // each hop moves one chunk: the trace's bytes add up to the links' (it said 4 MB per hop)
+  double traced = 0;
+  for (const auto& e : planned.events)
+    if (e.what == trace_event::kind::transfer) traced += e.bytes;
+  CHECK(traced == doctest::Approx(12 * mb));
+  const auto doc = nlohmann::json::parse(chrome_trace(f.g, c, planned, "simulator"));
+  double in_json = 0;
+  for (const auto& ev : doc["traceEvents"])
+    if (ev.value("cat", "") == "transfer") in_json += ev["args"]["bytes"].get<double>();
+  CHECK(in_json == doctest::Approx(12 * mb));
 
   // the plan itself: every chunk leaves gpu0 once, toward gpu1; gpu1 and gpu2 forward
   device_index dsts[] = {1, 2, 3};

@@ -77,6 +77,7 @@ graph every_kind_graph() {
   syn.inputs = {"sum"};
   syn.shape = {1000};
   syn.flops = 1e6;
+  syn.bytes = 4000;  // a synthetic op gives its bytes (FORMATS.md), its shape's 1000 floats
   b.add(syn);
   return std::move(b).build();
 }
@@ -184,6 +185,7 @@ TEST_CASE("four streams overlap independent kernels") {
     s.id = "s" + std::to_string(k);
     s.kind = op_kind::synthetic;
     s.shape = {256};
+    s.bytes = 1024;
     s.flops = 512.0 * 4e6;  // 4e6 dependent rounds
     b.add(s);
   }

@@ -97,6 +97,12 @@ TEST_CASE("transpose, concat, slice: data movement with zero FLOPs") {
   c.axis = 2;
   CHECK_FALSE(check(op_kind::concat, {{2, 3}}, c).ok());
   CHECK(flops_of(op_kind::concat, {{2, 3}, {2, 3}}, op_attrs{}) == 0);
+  // Five extents of 2^62 wrap a signed 64-bit sum back to 2^62: refused, not matched.
+  c.axis = 0;
+  const std::int64_t big = std::int64_t{1} << 62;
+  auto wrapped = check(op_kind::concat, {{big}, {big}, {big}, {big}, {big}}, c);
+  CHECK_FALSE(wrapped.ok());
+  CHECK(wrapped.problem.find("past 64 bits") != std::string::npos);
 
   op_attrs s;
   s.axis = 1;

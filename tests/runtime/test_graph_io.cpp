@@ -2,6 +2,7 @@
 
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/io.hpp>
 
 #include <doctest/doctest.h>
 
@@ -187,6 +188,7 @@ TEST_CASE("every validation error class is reported with file, JSON path and rea
       {"flops not a number", doc(R"({"id": "s", "kind": "synthetic", "flops": "many", "bytes": 4})"), errc::bad_type, "ops[0].flops"},
       {"synthetic without flops", doc(R"({"id": "s", "kind": "synthetic", "bytes": 4})"), errc::missing_field, "ops[0].flops"},
       {"synthetic without bytes or shape", doc(R"({"id": "s", "kind": "synthetic", "flops": 4})"), errc::missing_field, "ops[0].bytes"},
+      {"synthetic with a shape but no bytes", doc(R"({"id": "s", "kind": "synthetic", "shape": [8, 8], "flops": 10})"), errc::missing_field, "ops[0].bytes"},
       {"transpose without perm", doc(R"({"id": "a", "kind": "input", "shape": [4, 2]}, {"id": "t", "kind": "transpose", "inputs": ["a"], "shape": [2, 4]})"),
        errc::missing_field, "ops[1].perm"},
       {"bad perm", doc(R"({"id": "a", "kind": "input", "shape": [4, 2]}, {"id": "t", "kind": "transpose", "inputs": ["a"], "shape": [2, 4], "perm": [1, 1]})"),
@@ -406,6 +408,29 @@ TEST_CASE("sniff_format tells the formats apart") {
   // A tag that is not a string is no tag (not the next string in the file).
   CHECK(sniff_format(R"({"format": 1, "name": "x"})") == "");
   CHECK(sniff_format(R"({"format": null, "name": "x"})") == "");
+  // Only the top level's tag: an op's unknown field named "format" (readers ignore it) made
+  // validate read a graph as a cluster.
+  CHECK(sniff_format(R"({"ops": [{"id": "a", "note": {"format": "doppler-cluster/1"}}], "format": "doppler-graph/1"})") ==
+        "doppler-graph/1");
+  CHECK(sniff_format(R"({"note": {"format": "doppler-cluster/1"}})") == "");
+  CHECK(sniff_format(R"({"a": ["format", "doppler-cluster/1"], "format": "x\"y"})") == "x\"y");
+  CHECK(sniff_format(R"({"format": "doppler-graph/1")") == "doppler-graph/1");  // the tag, then a truncated rest
+  CHECK(sniff_format(R"({"ops": [1, 2)") == "");
+}
+
+TEST_CASE("paper-format graphs: a byte order mark is skipped, a tag that is not UTF-8 is refused, a file name that is not UTF-8 is replaced") {
+  const std::string body = "3\n0\n0\n1\n10,40 a\n20,80 b\n";
+  CHECK(parse_paper_graph("\xEF\xBB\xBF" + body, "bom.txt").size() == 2);  // the count's line read "\xEF\xBB\xBF3"
+  try {
+    (void)parse_paper_graph("3\n0\n0\n1\n10,40 \xff\xfe\n20,80 b\n", "t.txt");
+    FAIL("a tag of bytes 0xff 0xfe was accepted (and converted to JSON no reader takes)");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("line 5") != std::string::npos);
+    CHECK(std::string(e.what()).find("not valid UTF-8") != std::string::npos);
+  }
+  graph named = parse_paper_graph(body, "dir/\xff.txt");
+  CHECK(named.name() == "\xEF\xBF\xBD.txt");
+  CHECK(utf8_replaced("caf\xC3\xA9") == "caf\xC3\xA9");  // valid UTF-8 unchanged
 }
 
 TEST_CASE("load_graph: non-object JSON, a BOM and binary files get JSON errors, not paper-format ones") {

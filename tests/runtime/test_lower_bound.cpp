@@ -43,6 +43,26 @@ TEST_CASE("lower bound: critical path on the fastest device vs total work") {
   CHECK(simulate(chain, c, all_fast, cm).makespan == doctest::Approx(3.0));
 }
 
+TEST_CASE("lower bound: each op at its least time over the devices, not on the device of the highest rate") {
+  // A straggler's slowdown stretches the overhead too: a (1e12 FLOP/s, 10x slower) has the higher
+  // rate, but a 1e9-FLOP op takes (1 ms + 1 s) x 10 on it and 0.1 s + 1 s on b. The bound said
+  // 10.01 s for a run of 1.1 s.
+  std::vector<device> ds = {{"a", device_kind::gpu, 1e12, 1e12, "h"}, {"b", device_kind::gpu, 1e10, 1e12, "h"}};
+  cluster c("two", ds, {}, {{"a", "b", 1e10, 0, true}});
+  cost_model slow_start;
+  slow_start.set_overhead(1.0);
+  auto one = make_graph({syn("v", {}, 1e9, 8)});
+  const auto opt = sim_options{}.with_straggler(0, 10);
+  const double on_b = simulate(one, c, place(one, {{"v", 1}}), slow_start, opt).makespan;
+  CHECK(on_b == doctest::Approx(1.1));
+  CHECK(makespan_lower_bound(one, c, slow_start, opt) == doctest::Approx(1.1));
+  // With host cores the bound sums the same least times.
+  slow_start.set_host_cores(1);
+  auto two = make_graph({syn("v", {}, 1e9, 8), syn("w", {}, 1e9, 8)});
+  CHECK(makespan_lower_bound(two, c, slow_start, opt) == doctest::Approx(2.2));
+  CHECK(simulate(two, c, place(two, {{"v", 1}, {"w", 1}}), slow_start, opt).makespan >= 2.2 * (1 - 1e-12));
+}
+
 TEST_CASE("lower bound: the source's and the sink's devices give the others a head and a tail") {
   // x (no work, 1e10 B: 1 s over a link) feeds four 1 s ops whose 1e10 B outputs a sum op (no work)
   // takes. Whichever device holds x, the other one starts 1 s late; whichever holds the sum, the

@@ -355,12 +355,16 @@ TEST_CASE("search from a given start: never worse than it, keeps its order, refu
   all0.device.assign(4, 0);
   placer_options mo = quick();
   mo.start = std::make_shared<const placement>(all0);
-  try {
-    make_placer("search")->place(chain, small, cm, mo);
-    FAIL("search accepted a start with 1600 bytes on a 1000-byte device");
-  } catch (const error& e) {
-    CHECK(e.code() == errc::infeasible);
-    CHECK(std::string(e.what()).find("g0") != std::string::npos);
+  for (int budget : {400, 0}) {  // with budget 0 it was returned unchecked
+    CAPTURE(budget);
+    mo.budget = budget;
+    try {
+      make_placer("search")->place(chain, small, cm, mo);
+      FAIL("search accepted a start with 1600 bytes on a 1000-byte device");
+    } catch (const error& e) {
+      CHECK(e.code() == errc::infeasible);
+      CHECK(std::string(e.what()).find("g0") != std::string::npos);
+    }
   }
 }
 

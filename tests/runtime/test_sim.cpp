@@ -152,6 +152,18 @@ TEST_CASE("simple model: ties in exact arithmetic stay ties in floating point") 
   CHECK(r.makespan == doctest::Approx(0.5));
 }
 
+TEST_CASE("simple model: with no work at all, an op still waits for its input to arrive") {
+  // Every op at 0 FLOPs: the tie grid was 1 s, so v's input (3e9 B, 0.3 s) arriving "at 0" let v
+  // start at 0. The grid now counts the transfers too.
+  auto g = make_graph({syn("x", {}, 0, 3e9), syn("u", {}, 0, 8), syn("v", {"x"}, 0, 8)});
+  auto c = mesh(2, 1e10, 1e10, 0);
+  for (sim_model m : {sim_model::simple, sim_model::wc}) {
+    auto r = simulate(g, c, place(g, {{"x", 0}, {"u", 1}, {"v", 1}}), cm, sim_options{}.with_model(m).with_trace());
+    CHECK(op_event(r, g, "v").start == doctest::Approx(0.3));
+    CHECK(r.makespan == doctest::Approx(0.3));
+  }
+}
+
 TEST_CASE("jitter: off is exact, on is different but deterministic for a seed") {
   auto g = make_graph({syn("a", {}, 1e12, 1e9), syn("b", {"a"}, 1e12, 1e9), syn("c", {"a"}, 1e12, 1e9),
                        syn("d", {"b", "c"}, 1e12, 8)});
@@ -396,6 +408,12 @@ TEST_CASE("an op or transfer that would take forever is an error naming the op a
       CHECK(e.reason().find("tiny") != std::string::npos);
     }
   }
+  // Finite but past what a trace holds (microseconds past the largest double): the simulation runs,
+  // its trace is an error rather than a file with "dur": inf that no JSON reader takes.
+  auto huge = make_graph({syn("a", {}, 1e9, 8), syn("slow-op", {"a"}, 1e303, 8)});
+  auto r = simulate(huge, c, p, cm, sim_options{}.with_trace());
+  CHECK(r.makespan == doctest::Approx(1e303));
+  CHECK_THROWS_WITH_AS(chrome_trace(huge, c, r, "simulator"), doctest::Contains("does not fit a trace"), error);
   // 1e308 B there and back at 1 B/s: the graph's total bytes overflow a double, so it is refused
   // when it is built, before the simulator's own check that a sum of transfers is finite.
   CHECK_THROWS_WITH_AS(make_graph({syn("a", {}, 1e9, 1e308), syn("b", {"a"}, 1e9, 1e308), syn("c", {"b"}, 1e9, 8)}),

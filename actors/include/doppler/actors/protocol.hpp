@@ -419,7 +419,7 @@ typename Inspector::result_type inspect(Inspector& f, run_report& x) {
 namespace doppler {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, trace_event& x) {
-  return f(caf::meta::type_name("trace_event"), x.what, x.id, x.where, x.dst, x.start, x.end);
+  return f(caf::meta::type_name("trace_event"), x.what, x.id, x.where, x.dst, x.start, x.end, x.bytes);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, placement& x) {

@@ -29,7 +29,8 @@ std::string to_json_text(const graph& g);
 /// Writes `doppler-graph/1` atomically.
 void save_graph(const graph& g, const std::string& path);
 
-/// The `"format"` tag of a JSON object, found without parsing the whole file; "paper-text" when the
+/// The top-level `"format"` tag of a JSON object (read up to it, not past; a "format" key inside a
+/// member is not the file's tag); "paper-text" when the
 /// first non-blank byte (after an optional UTF-8 byte order mark) is a digit; "" otherwise (no tag,
 /// a tag that is not a string, JSON that is not an object, or neither format).
 std::string sniff_format(std::string_view text);

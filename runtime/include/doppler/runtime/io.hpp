@@ -22,4 +22,8 @@ std::string read_file(const std::string& path, std::size_t max_stream = max_stre
 /// to stdout. Every failure (ENOSPC included) throws `error(errc::io)` naming `path`.
 void write_file_atomic(const std::string& path, std::string_view text);
 
+/// `s` with every byte that is not part of valid UTF-8 replaced by U+FFFD (JSON needs UTF-8: a file
+/// name in another encoding became a graph name no JSON writer took).
+std::string utf8_replaced(std::string_view s);
+
 }  // namespace doppler

@@ -69,6 +69,7 @@ struct trace_event {
   std::uint32_t where = 0;  ///< device index (op) or directed link index (transfer)
   std::uint32_t dst = 0;    ///< transfer: destination device
   double start = 0, end = 0;
+  double bytes = 0;         ///< transfer: the bytes it moves (a planned hop: one chunk); 0 = the op's whole output
 };
 
 struct sim_result {
