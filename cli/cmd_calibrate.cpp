@@ -279,6 +279,8 @@ void calibrate_command(const calibrate_flags& f) {
                 "the deployment's links go into a cluster file: give --cluster-out FILE");
   for (const auto& w : f.workers) (void)host_port(w, "--workers", false);  // before minutes of measuring
   (void)busy_wait_flag(f.busy_wait);
+  check_output_path(f.out, "--output");  // before the measuring, not after it
+  check_output_path(f.cluster_out, "--cluster-out");
   cluster c = load_cluster_or_preset(f.cluster_spec);
   // Calibration measures this host's CPU cores: the cluster only says how many of them are devices.
   for (device_index d = 0; d < c.device_count(); ++d)
@@ -316,6 +318,16 @@ void calibrate_command(const calibrate_flags& f) {
   const auto& mm = samples[static_cast<int>(op_kind::matmul)];
   double peak = mm.sum(mm.seconds) > 0 ? mm.sum(mm.flops) / mm.sum(mm.seconds) : 0;
   if (!(peak > 0)) throw error(errc::internal, "calibrate: no matmul time was measured");
+  // A graph's declared costs (`flops`/`bytes` overrides) are taken as the work its ops do: absurd
+  // ones give rates no device has (an infinite peak made every efficiency NaN).
+  auto implausible = [&](const char* what, op_kind k, double rate) {
+    return error(errc::bad_argument, "", "--graph",
+                 fmt::format("the {} ops' declared {} over their measured times give {:.3g} per second, which no "
+                             "device does: calibrate with graphs whose ops declare their real costs",
+                             to_string(k), what, rate));
+  };
+  if (!(peak >= cluster_limits::min_flops && peak <= cluster_limits::max_flops))
+    throw implausible("FLOPs", op_kind::matmul, peak);
   cost_model cm;
   // Per kind, the throughput (FLOP/s or output bytes/s) that explains its ops' times best; matmul is
   // always FLOP-rated (it sets the device's FLOP/s). With --flops-only, the FLOP rate alone.
@@ -326,17 +338,27 @@ void calibrate_command(const calibrate_flags& f) {
     double secs = s.sum(s.seconds);
     if (k == op_kind::synthetic || s.seconds.empty() || secs <= 0) continue;
     double fr = s.sum(s.flops) / secs, br = s.sum(s.bytes) / secs;
+    if (!std::isfinite(fr)) throw implausible("FLOPs", k, fr);
+    if (!std::isfinite(br)) throw implausible("bytes", k, br);
     bool by_bytes = false;
-    if (k != op_kind::matmul && !f.flops_only && br >= 1e3)  // a cost table's least bandwidth (simulator.md)
+    if (k != op_kind::matmul && !f.flops_only && br >= 1e3) {  // a cost table's least bandwidth (simulator.md)
       by_bytes = fr <= 0 || log_misfit(s.bytes, s.seconds, br) < log_misfit(s.flops, s.seconds, fr);
+      // A FLOP rate above matmul's is no efficiency (at most 1): its bytes explain the kind. (It was
+      // clamped to 1 and the table said 16 s for a 0.7 ms gelu that has few FLOPs per byte.)
+      by_bytes = by_bytes || fr / peak > 1.0;
+    }
+    double efficiency = fr / peak;
+    std::string note;
     if (by_bytes) {
       cm.set_efficiency(k, 1.0).set_bandwidth(k, br);
     } else if (fr > 0) {
-      cm.set_efficiency(k, std::clamp(fr / peak, 1e-4, 1.0));
+      efficiency = std::clamp(fr / peak, 1e-4, 1.0);  // the cost table's range
+      if (efficiency != fr / peak) note = fmt::format(" (measured {:.4g}, out of the table's range)", fr / peak);
+      cm.set_efficiency(k, efficiency);
     }
-    std::cout << fmt::format("  {:<11} {:>5} {:>12.2f} {:>10.4f} {:>10.2f}  {}\n", to_string(k), s.seconds.size(),
-                             fr / 1e9, fr / peak, br / 1e9,
-                             by_bytes ? "bytes" : (fr > 0 ? "flops" : "free (no FLOPs)"));
+    std::cout << fmt::format("  {:<11} {:>5} {:>12.2f} {:>10.4f} {:>10.2f}  {}{}\n", to_string(k), s.seconds.size(),
+                             fr / 1e9, efficiency, br / 1e9,
+                             by_bytes ? "bytes" : (fr > 0 ? "flops" : "free (no FLOPs)"), note);
   }
   auto [gap, bandwidth] = transfer_costs(f.rounds);
   double latency = gap;
@@ -350,16 +372,17 @@ void calibrate_command(const calibrate_flags& f) {
                              overhead * 1e6, n, cores);
   }
   std::string spec = fmt::format("cpu:{}:flops={:.4g}:bw={:.4g}:lat={:.3g}", n, peak, bandwidth, latency);
+  const cluster host = make_preset(spec);  // checked before anything is written
   std::cout << fmt::format("  transfer latency {:.1f} us, copy bandwidth {:.2f} GB/s\n", latency * 1e6,
                            bandwidth / 1e9);
   write_file_atomic(f.out, cm.to_json_text());
   std::cout << "wrote " << f.out << "\nsimulate this host with --cluster " << spec << " --costs " << f.out << "\n";
   if (!f.workers.empty()) {
-    save_cluster(deployment_cluster(f, make_preset(spec), peak, bandwidth, latency), f.cluster_out);
+    save_cluster(deployment_cluster(f, host, peak, bandwidth, latency), f.cluster_out);
     std::cout << "wrote " << f.cluster_out << "\nsimulate this deployment with --cluster " << f.cluster_out
               << " --costs " << f.out << "\n";
   } else if (!f.cluster_out.empty()) {
-    save_cluster(make_preset(spec), f.cluster_out);
+    save_cluster(host, f.cluster_out);
     std::cout << "wrote " << f.cluster_out << "\n";
   }
 }

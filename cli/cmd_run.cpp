@@ -54,6 +54,7 @@ struct run_flags {
   bool online = false;
   double explore = 0.1;
   double chunk_bytes = 1 << 20;
+  std::uint32_t max_chunks = 8;
   std::vector<std::string> workers;  // HOST:PORT
   std::vector<std::string> stragglers;  // DEVICE:FACTOR
   std::string token, tls_cert, tls_key, tls_ca;
@@ -223,6 +224,7 @@ void run_command(const run_flags& f) {
   if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
     throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");
   check_output_path(f.save_policy, "--save-policy");  // before the runs, not after them
+  check_output_path(f.trace_file, "--trace");
   if (f.online && !f.trace_file.empty())  // a trace is one run's; --online runs another placement each time
     throw error(errc::bad_argument, "", "--trace",
                 "records one placement's run; --online runs a placement per run (drop --online to trace the "
@@ -266,7 +268,9 @@ void run_command(const run_flags& f) {
   to.method = f.plan_method;
   to.refine = f.refine;
   check_chunk_bytes_flag(f.chunk_bytes);
+  if (f.max_chunks < 1) throw error(errc::bad_argument, "", "--max-chunks", "must be at least 1");
   to.chunk_bytes = f.chunk_bytes;
+  to.max_chunks = f.max_chunks;
   engine_options eo = with_named_backend(engine_options{}, f.backend, c.device_count());
   eo.stragglers = parse_stragglers(f.stragglers, c);
   engine e(c, eo.with_transfers(to)
@@ -302,7 +306,7 @@ void run_command(const run_flags& f) {
     if (f.transfers == "planned")  // the prediction moves tensors the same way (and plans the same)
       so.transfers = std::make_shared<comm::multicast_planner>(
           std::make_shared<const cluster>(c),
-          comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes));
+          comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes).with_max_chunks(f.max_chunks));
     simulated = simulate(*g, c, p, cm, so).makespan;
   }
   // waiting for worker devices another engine's run held (warm-up included): seconds, refused runs, probes
@@ -411,6 +415,7 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--refine", f->refine, "planned transfers: a slower method (milp, auto, ...) refining cached "
                                          "plans in the background for later runs");
   cmd->add_option("--chunk-bytes", f->chunk_bytes, "planned transfers: target chunk size")->capture_default_str();
+  cmd->add_option("--max-chunks", f->max_chunks, "planned transfers: most chunks per tensor")->capture_default_str();
   cmd->add_option("--workers", f->workers,
                   "HOST:PORT[,HOST:PORT...]: run on the devices of these `doppler worker`s (CAF middleman over "
                   "TCP). Anonymous worker devices (--devices cpu:N) take the cluster's devices in order, "

@@ -35,7 +35,12 @@ shape_t output_shape(const graph& g, op_index i) {
   const op& o = g[i];
   if (!o.shape.empty() || o.kind != op_kind::synthetic) return o.shape;
   const double elem = static_cast<double>(size_of(g.element_type()));
-  return {static_cast<std::int64_t>(std::ceil(o.bytes / elem))};
+  const double n = std::ceil(o.bytes / elem);
+  // Past 2^62 elements the cast to int64 wrapped negative, and the memory check let it through.
+  if (!(n <= 0x1p62))
+    throw error(errc::infeasible, "op `" + o.id + "`: its output of " + fmt_bytes(o.bytes) +
+                                      " does not fit in any host's memory");
+  return {static_cast<std::int64_t>(n)};
 }
 
 tensor execute_op(const graph& g, op_index i, std::span<const tensor* const> in, std::uint64_t seed) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -102,13 +103,18 @@ tensor mul(const tensor& x, const tensor& y) {
 }
 
 tensor silu(const tensor& x) {
-  return unary_map(x, [](float v) { return v / (1.0f + exp_approx(-v)); });
+  // −inf / (1 + inf) is NaN: its limit, −0, by hand (a NaN input stays NaN).
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+  return unary_map(x, [](float v) { return v == minus_inf ? -0.0f : v / (1.0f + exp_approx(-v)); });
 }
 
 tensor gelu(const tensor& x) {
   constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
   // 0.5 (1 + tanh z) = 1 / (1 + e^(−2z)): one exp, no tanh.
-  return unary_map(x, [](float v) { return v / (1.0f + exp_approx(-2.0f * k * (v + 0.044715f * v * v * v))); });
+  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
+  return unary_map(x, [](float v) {
+    return v == minus_inf ? -0.0f : v / (1.0f + exp_approx(-2.0f * k * (v + 0.044715f * v * v * v)));
+  });
 }
 
 tensor exp(const tensor& x) {

@@ -1,7 +1,10 @@
 #include <doppler/runtime/op.hpp>
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cmath>
+#include <limits>
 
 namespace doppler {
 
@@ -130,6 +133,12 @@ shape_check infer_shape(op_kind kind, std::span<const shape_t* const> in, const 
     case op_kind::softmax: return {x, {}};
     case op_kind::scale:
       if (!std::isfinite(a.factor)) return fail("scale `factor` must be finite");
+      // The kernels multiply in float32: a factor float32 cannot hold became inf or 0 there
+      // (1e-10 x 1e39 gave inf for 1e29). 0 itself is fine.
+      if (a.factor != 0 && !(std::fabs(a.factor) >= std::numeric_limits<float>::min() &&
+                             std::fabs(a.factor) <= std::numeric_limits<float>::max()))
+        return fail("scale `factor` " + fmt::format("{:g}", a.factor) +
+                    " is outside float32's normal range (1.2e-38 to 3.4e38 in magnitude), in which the kernels compute");
       return {x, {}};
     case op_kind::rmsnorm: {
       const shape_t& w = *in[1];

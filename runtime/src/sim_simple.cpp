@@ -49,16 +49,17 @@ sim_result simulate_simple(const graph& g, const cluster& c, const placement& p,
   // Events: ready (kind 0) before finish (kind 1) at equal times, as the paper's replica orders them.
   // Orders compare times snapped to a grid of 1e-12 of the total work: sums taken in different
   // orders (a + b + c vs a + c + b) must not break the paper's exact ties (its costs are integers).
-  // The work counts every transfer at the slowest link too, so that no time the run can reach is
-  // coarser than the grid: with every op at 0 s, a 1 s grid let an op start at 0 before its 0.3 s
-  // input had arrived; and no time is 2^63 grid steps away.
-  double total = 0;
-  for (double t : in.op_time) total += t;
+  // The grid is never coarser than 1e-17 of the longest the run could take (every op and every
+  // transfer at the slowest link, one after another): with every op at 0 s the grid was 1 s and an op
+  // started at 0 before its 0.3 s input had arrived; and no time is 2^63 grid steps away.
+  double work = 0, longest = 0;
+  for (double t : in.op_time) work += t;
   double slowest_link = std::numeric_limits<double>::infinity();
   for (const link& l : c.links()) slowest_link = std::min(slowest_link, l.bandwidth);
   if (std::isfinite(slowest_link))
-    for (op_index v = 0; v < n; ++v) total += in.bytes[v] * static_cast<double>(g.succs(v).size()) / slowest_link;
-  const double quantum = total > 0 ? total * 1e-12 : 1.0;
+    for (op_index v = 0; v < n; ++v) longest += in.bytes[v] * static_cast<double>(g.succs(v).size()) / slowest_link;
+  longest += work;
+  const double quantum = longest > 0 ? std::max(work * 1e-12, longest * 1e-17) : 1.0;
   auto key = [quantum](double t) { return static_cast<std::int64_t>(std::llround(t / quantum)); };
   struct event {
     double time;

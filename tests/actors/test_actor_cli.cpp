@@ -303,6 +303,38 @@ TEST_CASE("doppler calibrate writes a cost table the simulator loads") {
   CHECK(syn.out.find("syn.json") != std::string::npos);
 }
 
+TEST_CASE("doppler calibrate: a kind faster per FLOP than matmul is byte-rated, absurd declared costs and bad outputs refused") {
+  temp_dir t;
+  // A 1x1 matmul sets a tiny FLOP rate; gelu's FLOPs then run faster than matmul's. Its efficiency
+  // was clamped to 1 (the table printed 24292) and the simulator said 16 s for a 0.7 ms op.
+  std::ofstream(t / "g.json") << R"({"format": "doppler-graph/1", "ops": [{"id": "x", "kind": "input", "shape": [1, 1]},)"
+                                 R"({"id": "w", "kind": "input", "shape": [1, 1]}, {"id": "h", "kind": "matmul", "inputs": ["x", "w"], "shape": [1, 1]},)"
+                                 R"({"id": "a", "kind": "input", "shape": [256, 1024]}, {"id": "g", "kind": "gelu", "inputs": ["a"], "shape": [256, 1024]}]})";
+  auto r = sh(cli + " calibrate --cluster cpu:1 --rounds 1 --graph " + (t / "g.json") + " -o " + (t / "cost.json"));
+  CAPTURE(r.out);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(std::ifstream(t / "cost.json"));
+  CHECK(j["bandwidth"].contains("gelu"));
+  CHECK(j["efficiency"].value("gelu", 1.0) == 1.0);
+  // A declared matmul cost past any device (the rate was inf, every efficiency NaN): refused by kind.
+  std::ofstream(t / "huge.json") << R"({"format": "doppler-graph/1", "ops": [{"id": "x", "kind": "input", "shape": [4, 4]},)"
+                                    R"({"id": "m", "kind": "matmul", "inputs": ["x", "x"], "shape": [4, 4], "flops": 1.7e308}]})";
+  check_refused(cli + " calibrate --cluster cpu:1 --rounds 1 --graph " + (t / "huge.json") + " -o " + (t / "x.json"),
+                "the matmul ops' declared FLOPs");
+  CHECK_FALSE(std::filesystem::exists(t / "x.json"));
+  // Output paths are checked before the measuring (a bad one failed after it).
+  check_refused(cli + " calibrate --cluster cpu:1 --rounds 1 --graph " + (t / "g.json") + " -o " + (t / "no/such/dir/c.json"),
+                "--output");
+  check_refused(cli + " calibrate --cluster cpu:1 --rounds 1 --graph " + (t / "g.json") + " -o " + (t / "c.json") +
+                    " --cluster-out " + (t / "no/such/dir/h.json"),
+                "--cluster-out");
+  CHECK_FALSE(std::filesystem::exists(t / "c.json"));
+  check_refused(cli + " run --graph " + (t / "g.json") + " --cluster cpu:1 --trace " + (t / "no/such/dir/t.json"), "--trace");
+  // run takes --max-chunks as simulate does (the docs said so; run refused the flag)
+  check_refused(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --transfers planned --max-chunks 0", "--max-chunks");
+  CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 1 --transfers planned --max-chunks 4").code == 0);
+}
+
 TEST_CASE("doppler run --learner --online: per-run lines, the exploration budget, state saved, bad input exits 2") {
   temp_dir t;
   REQUIRE(sh(cli + " workload chainmm --dim 64 --matrices 4 --shards 2 -q -o " + (t / "g.json")).code == 0);

@@ -93,6 +93,17 @@ TEST_CASE("add and mul broadcast over leading axes") {
   CHECK_THROWS_AS(cpu::add(x, t({2}, {1, 2})), error);  // not a trailing-axes suffix
 }
 
+TEST_CASE("silu and gelu at the infinities and NaN: their limits, not NaN") {
+  const float inf = std::numeric_limits<float>::infinity();
+  tensor x({3}, {-inf, inf, std::nanf("")});
+  for (const tensor& y : {cpu::silu(x), cpu::gelu(x)}) {
+    CHECK(y[0] == 0.0f);  // -inf / (1 + inf) was NaN
+    CHECK(std::signbit(y[0]));
+    CHECK(y[1] == inf);
+    CHECK(std::isnan(y[2]));
+  }
+}
+
 TEST_CASE("silu, gelu, exp, scale values") {
   tensor x = t({4}, {0, 1, -1, 2});
   // silu(1) = 1/(1+e^-1) = 0.7310585786; silu(-1) = -0.2689414214; silu(2) = 2/(1+e^-2) = 1.7615941560
@@ -233,6 +244,17 @@ TEST_CASE("synthetic: output size from shape or bytes, compute rounds, determini
   bf.add(synthetic_spec("s", {}, {}, 0.0, 1001.0));
   graph gh = std::move(bf).build();
   CHECK(output_shape(gh, 0) == shape_t{501});  // ⌈1001 / 2⌉ bf16 elements, computed in f32
+  // Past 2^62 elements the extent wrapped negative in the cast and passed the memory check.
+  graph_builder huge("huge");
+  huge.add(synthetic_spec("s", {}, {}, 0.0, 1e20));
+  graph gb = std::move(huge).build();
+  CHECK_THROWS_WITH_AS((void)output_shape(gb, 0), doctest::Contains("does not fit in any host's memory"), error);
+  try {
+    (void)execute_op(gb, 0, std::span<const tensor* const>{}, 1);
+    FAIL("a 1e20-byte output was computed");
+  } catch (const error& e) {
+    CHECK(e.code() == errc::infeasible);
+  }
 }
 
 TEST_CASE("fill rule: .ones inputs, scale sqrt(3/n), range, determinism by seed and id") {

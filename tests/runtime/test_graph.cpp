@@ -68,6 +68,17 @@ TEST_CASE("unary kinds keep the shape and have per-element FLOPs") {
   a.factor = 0.5;
   CHECK(check(op_kind::scale, {x}, a).shape == x);
   CHECK(flops_of(op_kind::scale, {x}, a) == 32);
+  // The kernels multiply in float32: a factor it cannot hold is refused (1e39 gave inf, 1e-50 zero).
+  for (double bad : {1e39, -1e39, 1e-50, -1e-40}) {
+    a.factor = bad;
+    CAPTURE(bad);
+    CHECK_FALSE(check(op_kind::scale, {x}, a).ok());
+  }
+  for (double fine : {0.0, 3e38, -1.2e-38, 0.125}) {
+    a.factor = fine;
+    CAPTURE(fine);
+    CHECK(check(op_kind::scale, {x}, a).ok());
+  }
   CHECK_FALSE(check(op_kind::rope, {{4, 7}}).ok());
 }
 
