@@ -16,10 +16,11 @@ __device__ __forceinline__ float apply(ew op, float x, float y, float factor) {
     case ew::mul: return x * y;
     case ew::scale: return x * factor;
     case ew::exp: return expf(x);
-    case ew::silu: return x / (1.0f + expf(-x));
+    // At −inf both are −inf / (1 + inf) = NaN; their limit is −0, as on the CPU (cpu_kernels.cpp).
+    case ew::silu: return x == -INFINITY ? -0.0f : x / (1.0f + expf(-x));
     case ew::gelu: {
       const float k = 0.7978845608028654f;  // sqrt(2 / pi); 0.5 (1 + tanh z) = 1 / (1 + e^(−2z))
-      return x / (1.0f + expf(-2.0f * k * (x + 0.044715f * x * x * x)));
+      return x == -INFINITY ? -0.0f : x / (1.0f + expf(-2.0f * k * (x + 0.044715f * x * x * x)));
     }
   }
   return x;
