@@ -22,9 +22,10 @@
 
 int main(int argc, char** argv) {
   using namespace doppler;
+  // One shard per device: the block's 16 heads split evenly over 1, 2, 4, 8 or 16 devices.
   int devices = argc > 1 ? std::atoi(argv[1]) : 4;
-  if (devices < 1 || devices > 64) {
-    std::fprintf(stderr, "usage: %s [devices 1..64] [trace.json]\n", argv[0]);
+  if (devices < 1 || devices > 16 || 16 % devices != 0) {
+    std::fprintf(stderr, "usage: %s [devices: 1, 2, 4, 8 or 16] [trace.json]\n", argv[0]);
     return 2;
   }
   workload_params wp;

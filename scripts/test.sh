@@ -7,7 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${DOPPLER_PRESET:-release}"
 scripts/install-deps.sh
-cmake --preset "$preset" >/dev/null
+# Of configure's output only its summary line (which optional parts — actors, torch, coin, cuda —
+# this build has, so a log shows when a part's tests were left out); all of it when it fails.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+cmake --preset "$preset" >"$log" || { cat "$log"; exit 1; }
+grep -E '^-- doppler: actors=' "$log" || true
 jobs="${DOPPLER_JOBS:-$(nproc)}"
 cmake --build --preset "$preset" -j "$jobs"
 ctest --preset "$preset" -j "$jobs"
