@@ -184,7 +184,8 @@ void add_train(CLI::App& app) {
   cmd->add_option("--rl-lr", o->t.rl_lr, "Phase II learning rate")->check(finite_in(learner::train_limits::lr_min, learner::train_limits::lr_max))->capture_default_str();
   cmd->add_option("--entropy", o->t.entropy, "Phase II entropy bonus (start)")->check(finite_in(0, learner::train_limits::entropy_max))->capture_default_str();
   cmd->add_option("--baseline-decay", o->t.baseline_decay,
-                  "Phase II/III baseline: 0 = running mean of all costs (paper), else EMA decay per update")
+                  "Phase II baseline: 0 = running mean of all costs (paper), else EMA decay per update (phase III "
+                  "keeps the running mean)")
       ->check(finite_in(0, learner::train_limits::baseline_decay_max))
       ->capture_default_str();
   cmd->add_option("--baseline", o->baseline,

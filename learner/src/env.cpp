@@ -226,6 +226,11 @@ void assignment_env::teacher_ops(std::vector<op_index>& out) const {
     if (out.empty()) out.push_back(first);
     return;
   }
+  cp_ops(out);
+}
+
+void assignment_env::cp_ops(std::vector<op_index>& out) const {
+  out.clear();
   double top = -1;
   for (op_index v : ready_) top = std::max(top, f_.bottom_level[v]);
   for (op_index v : ready_)
@@ -240,6 +245,12 @@ void assignment_env::teacher_devices(op_index v, std::vector<device_index>& out)
     for (auto [w, b] : stand_in_buf_) devices_for(teacher_->device[w], out);
     if (!out.empty()) return;
   }
+  cp_devices(v, out);
+}
+
+void assignment_env::cp_devices(op_index v, std::vector<device_index>& out) const {
+  out.clear();
+  if (est_op_ != v) throw error(errc::internal, "learner: cp_devices before device_features");
   const double best = min_fitting_est();
   for (device_index d = 0; d < est_.size(); ++d)
     if (fits_[d] && nearly_equal(est_[d], best)) out.push_back(d);

@@ -381,12 +381,12 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
       joint_step(env, c, n_dev, p, m, cols, ready, dev_sum, o, rng, ep, t_ops, t_devs);
       continue;
     }
-    // SEL: static logits over the ready set (plc-only: the teacher's op, cp's order).
+    // SEL: static logits over the ready set (plc-only: cp's order, as when the policy places).
     op_index v = 0;
     double lp_sel = 0;
     op_index sel_own = 0;  // following the teacher: what SEL itself would have chosen (agreement)
     if (abl == policy_ablation::plc_only) {
-      env.teacher_ops(t_ops);
+      env.cp_ops(t_ops);
       v = sel_own = t_ops.front();
     } else {
       z.resize(ready.size());
@@ -433,8 +433,8 @@ episode policy::rollout(const problem& pb, const rollout_options& o) {
       env.assign(v, 0);  // throws errc::infeasible naming the op
     std::size_t dev = 0, dev_own = 0;  // dev_own: what PLC itself would have chosen
     double lp_plc = 0;
-    if (abl == policy_ablation::sel_only) {  // the teacher's device (valid, minimum EST)
-      env.teacher_devices(v, t_devs);
+    if (abl == policy_ablation::sel_only) {  // cp's device (valid, minimum EST), as when it places
+      env.cp_devices(v, t_devs);
       dev = dev_own = t_devs.front();
     } else {
       std::tie(dev, lp_plc) = choose(z, o, rng);

@@ -319,14 +319,18 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     while (done < episodes) {
       const std::size_t k = static_cast<std::size_t>(updates) % n_pb;
       const problem& q = *pbs[k];
-      const double x = episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
+      // Phase II's schedules run over its episodes; phase III continues at their final values, with
+      // the running mean as its baseline and sampling without ε — as `doppler train`'s phase III
+      // through the learner actor does (it restarted phase II's schedules, 5x the learning rate).
+      const bool measured = stream != 0;
+      const double x = measured ? 1.0 : episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
       pol.set_learning_rate(opt.rl_lr * lerp(1.0, opt.lr_final, x));
       const int b = std::min(batch_size, episodes - done);
       batch.clear();
       costs.clear();
       for (int i = 0; i < b; ++i) {
         auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + stream + static_cast<std::uint64_t>(done + i)),
-                                         opt.temperature, opt.rl_epsilon);
+                                         opt.temperature, measured ? 0.0 : opt.rl_epsilon);
         batch.push_back(pol.rollout(q, o));
         costs.push_back(cost(k, batch.back().result));
       }
@@ -335,9 +339,9 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       batch_mean /= static_cast<double>(costs.size());
       // The paper's running mean of every cost so far, or (baseline_decay > 0) an exponential one;
       // in phase II optionally the batch's mean or the greedy placement's cost (baseline_kind).
-      double baseline = rs.cost_n[k] == 0 ? batch_mean
-                        : opt.baseline_decay > 0 ? rs.ema[k]
-                                                 : rs.cost_sum[k] / static_cast<double>(rs.cost_n[k]);
+      double baseline = rs.cost_n[k] == 0                    ? batch_mean
+                        : opt.baseline_decay > 0 && !measured ? rs.ema[k]
+                                                              : rs.cost_sum[k] / static_cast<double>(rs.cost_n[k]);
       if (stream == 0 && opt.baseline == baseline_kind::batch) baseline = batch_mean;
       if (stream == 0 && opt.baseline == baseline_kind::greedy) baseline = cost(k, pol.place(q));  // self-critical
       rs.ema[k] = rs.cost_n[k] == 0 ? batch_mean : opt.baseline_decay * rs.ema[k] + (1 - opt.baseline_decay) * batch_mean;

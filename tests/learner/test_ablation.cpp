@@ -12,7 +12,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -109,6 +111,33 @@ TEST_CASE("sel-only puts every op on the teacher device for the order SEL chose,
   // plc-only's order is cp's whatever the weights: equal across differently seeded policies.
   policy plc2(small(policy_ablation::plc_only).with_seed(11));
   CHECK(plc2.place(pb).order == plc.place(pb).order);
+}
+
+TEST_CASE("ablations: with a teacher placement the heuristic head still follows cp's rule, as when it places") {
+  // A placement teacher (here every op on gpu0: `single`, which --teacher auto picks where it
+  // simulates fastest) sets the imitation labels; it used to replace the ablated head's rule too, so
+  // sel-only trained with every op on gpu0 and then placed with cp's minimum-EST devices.
+  graph g = paper("chain_mm_112nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem plain(g, c, cm), taught(g, c, cm);
+  auto all_gpu0 = std::make_shared<placement>();
+  all_gpu0->device.assign(g.size(), 0);
+  taught.with_teacher(all_gpu0);
+  for (auto a : {policy_ablation::sel_only, policy_ablation::plc_only}) {
+    CAPTURE(policy_ablation_name(a));
+    policy pol(small(a));
+    rollout_options greedy;
+    greedy.teacher = true;  // labels from the teacher placement, as phase I records them
+    const episode trained = pol.rollout(taught, greedy);
+    const placement placed = pol.place(plain);
+    CHECK(trained.result.device == placed.device);
+    CHECK(trained.result.order == placed.order);
+  }
+  // The teacher placement is one the heuristic heads would not produce: the check can fail.
+  policy sel(small(policy_ablation::sel_only));
+  const placement placed = sel.place(plain);
+  CHECK(std::any_of(placed.device.begin(), placed.device.end(), [](device_index d) { return d != 0; }));
 }
 
 TEST_CASE("ablations: the heuristic head adds nothing to the log-probability") {

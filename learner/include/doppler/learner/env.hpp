@@ -117,6 +117,12 @@ class assignment_env {
   /// The teacher's devices for v: the valid devices of minimum EST (call device_features(v) first);
   /// with a teacher placement, its device for v when that one is valid.
   void teacher_devices(op_index v, std::vector<device_index>& out) const;
+  /// cp's rules alone, whatever the teacher: the ready ops of maximum bottom level, and the valid
+  /// devices of minimum EST for v (after device_features(v)). An ablated head follows these in
+  /// training as when it places (a teacher placement's choices there trained SEL against devices
+  /// it never met when placing).
+  void cp_ops(std::vector<op_index>& out) const;
+  void cp_devices(op_index v, std::vector<device_index>& out) const;
 
   /// Assigns ready op v to device d (throws errc::bad_argument if v is not ready or d invalid).
   void assign(op_index v, device_index d);

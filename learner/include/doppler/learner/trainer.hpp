@@ -71,7 +71,7 @@ struct train_options {
   double gamma = 0.99;          ///< discount of the episode reward to earlier steps
   bool normalize_advantages = true;   ///< divide advantages by the batch's relative cost σ ...
   double advantage_floor = 0.01;      ///< ... or by this, when σ is smaller (reinforce_advantages)
-  double baseline_decay = 0;    ///< 0: running mean of all costs (the paper); else EMA decay per update
+  double baseline_decay = 0;    ///< phase II: 0 = running mean of all costs (the paper), else EMA decay per update
   /// Phase II's REINFORCE baseline (baseline_kind); phase III always uses the running mean.
   baseline_kind baseline = baseline_kind::mean;
   /// Phase II update: false = REINFORCE (the paper), true = PPO (policy::ppo_update) with the same
