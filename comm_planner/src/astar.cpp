@@ -25,7 +25,7 @@ method_result plan_astar(const network& net, const demand& d, const plan_options
   std::vector<std::int32_t> held = w.held_from;  // global epochs
   slot_table slots(net);
   method_result out;
-  std::int32_t first = 0, rounds = 0, stalled = 0;
+  std::int32_t first = 0, rounds = 0, stalled = 0, unsolved = 0;
   const double expected_rounds = std::max(1.0, std::ceil(1.5 * std::max(1, lb.epochs) / R));
   auto left_pending = [&] {
     return std::count(w.pending.begin(), w.pending.end(), char{1});
@@ -56,7 +56,13 @@ method_result plan_astar(const network& net, const demand& d, const plan_options
       }
     }
     stalled = static_cast<std::size_t>(left_pending()) < before ? 0 : stalled + 1;
-    first += w.epochs;
+    // A round without a solution (out of time) placed nothing: the next one starts at the same epoch.
+    // (Moving on left its epochs empty — 30 epochs where one solved round gives 15, depending on the
+    // machine's load.)
+    if (r.state == window_result::status::solved)
+      first += w.epochs;
+    else
+      ++unsolved;
   }
   // Finish what is left by routing from the nearest holder.
   std::size_t routed = 0;
@@ -81,6 +87,7 @@ method_result plan_astar(const network& net, const demand& d, const plan_options
       ++routed;
     }
   out.note = "astar: " + std::to_string(rounds) + " round(s) of " + std::to_string(R) + " epochs" +
+             (unsolved ? "; " + std::to_string(unsolved) + " of them found no solution in time" : "") +
              (routed ? "; " + std::to_string(routed) + " (chunk, destination) pairs routed after the rounds" : "");
   return out;
 }
