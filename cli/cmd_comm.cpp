@@ -33,6 +33,7 @@ struct demand_opts {
   CLI::Option* chunk_bytes_option = nullptr;
   CLI::Option* chunks_per_gpu_option = nullptr;
   bool chunk_bytes_given() const { return chunk_bytes_option && chunk_bytes_option->count() > 0; }
+  bool chunks_per_gpu_given() const { return chunks_per_gpu_option && chunks_per_gpu_option->count() > 0; }
 };
 
 /// Most chunks per GPU a collective may ask for (the demand, and with it the horizon, stays bounded).
@@ -79,7 +80,7 @@ comm::demand make_demand(const cluster& c, const demand_opts& o) {
     throw error(errc::bad_argument, "", "--root", "a demand file names its own sources; --root is for collectives");
   if (o.chunk_bytes_given())
     throw error(errc::bad_argument, "", "--chunk-bytes", "a demand file gives its own chunk_bytes; --chunk-bytes is for collectives");
-  if (o.chunks_per_gpu_option && o.chunks_per_gpu_option->count() > 0)
+  if (o.chunks_per_gpu_given())
     throw error(errc::bad_argument, "", "--chunks-per-gpu", "a demand file lists its own chunks; --chunks-per-gpu is for collectives");
   return comm::load_demand(o.spec, c);
 }

@@ -268,7 +268,7 @@ void run_command(const run_flags& f) {
   to.method = f.plan_method;
   to.refine = f.refine;
   check_chunk_bytes_flag(f.chunk_bytes);
-  if (f.max_chunks < 1) throw error(errc::bad_argument, "", "--max-chunks", "must be at least 1");
+  check_max_chunks_flag(f.max_chunks);
   to.chunk_bytes = f.chunk_bytes;
   to.max_chunks = f.max_chunks;
   engine_options eo = with_named_backend(engine_options{}, f.backend, c.device_count());

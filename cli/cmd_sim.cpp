@@ -91,7 +91,7 @@ sim_setup load_setup(const sim_flags& f) {
     if (s.so.model != sim_model::wc)
       throw error(errc::bad_argument, "", "--transfers", "planned transfers need --model wc");
     check_chunk_bytes_flag(f.chunk_bytes);
-    if (f.max_chunks < 1) throw error(errc::bad_argument, "", "--max-chunks", "must be at least 1");
+    check_max_chunks_flag(f.max_chunks);
     auto known = comm::method_names();
     if (std::find(known.begin(), known.end(), f.plan_method) == known.end())
       throw error(errc::bad_argument, "", "--plan-method", "unknown comm planner method '" + f.plan_method + "'");

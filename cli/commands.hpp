@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -68,6 +69,8 @@ void check_streams_flag(int streams);
 /// A chunk size flag (`flag`: --chunk-bytes): 1 byte to 1 TiB, the comm planner's range
 /// (comm::min_chunk_bytes..max_chunk_bytes); errc::bad_argument naming the flag otherwise (flags.cpp).
 void check_chunk_bytes_flag(double bytes, const char* flag = "--chunk-bytes");
+/// --max-chunks (planned transfers' most chunks per tensor): at least 1 (flags.cpp).
+void check_max_chunks_flag(std::uint32_t chunks);
 
 /// What a command works on when it is not told: a bare `doppler place`, `simulate`, `compare`, `run`
 /// or `train` places (runs, trains on) the generated Llama block on 4 virtual CPU devices, and says

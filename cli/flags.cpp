@@ -50,6 +50,10 @@ void check_chunk_bytes_flag(double bytes, const char* flag) {
                             comm::min_chunk_bytes, comm::max_chunk_bytes));
 }
 
+void check_max_chunks_flag(std::uint32_t chunks) {
+  if (chunks < 1) throw error(errc::bad_argument, "", "--max-chunks", "must be at least 1");
+}
+
 std::pair<device_index, double> parse_straggler(const std::string& s, const cluster& c, const std::string& flag) {
   auto colon = s.rfind(':');
   auto bad = [&](const std::string& why) { return error(errc::bad_argument, "", flag, "'" + s + "': " + why); };

@@ -82,6 +82,10 @@ void policy::set_learning_rate(double lr) {
     static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
 }
 
+double policy::learning_rate() const {
+  return static_cast<const torch::optim::AdamOptions&>(impl_->adam->param_groups().front().options()).lr();
+}
+
 double policy::imitation_update(const problem& pb, std::span<const episode> eps) {
   if (eps.empty()) return 0;
   if (is_baseline(impl_->opt.kind)) {

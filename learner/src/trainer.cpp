@@ -316,21 +316,21 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     std::vector<double> costs, adv;
     int& done = rs.done;
     int updates = done / batch_size;
+    // Phase II's schedules run over its episodes; phase III (measured costs) continues at their final
+    // values, with the running mean as its baseline and sampling without ε — as `doppler train`'s
+    // phase III through the learner actor does (it restarted phase II's schedules, 5x the learning rate).
+    const bool phase3 = stream != 0;
     while (done < episodes) {
       const std::size_t k = static_cast<std::size_t>(updates) % n_pb;
       const problem& q = *pbs[k];
-      // Phase II's schedules run over its episodes; phase III continues at their final values, with
-      // the running mean as its baseline and sampling without ε — as `doppler train`'s phase III
-      // through the learner actor does (it restarted phase II's schedules, 5x the learning rate).
-      const bool measured = stream != 0;
-      const double x = measured ? 1.0 : episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
+      const double x = phase3 ? 1.0 : episodes > 1 ? static_cast<double>(done) / (episodes - 1) : 1.0;
       pol.set_learning_rate(opt.rl_lr * lerp(1.0, opt.lr_final, x));
       const int b = std::min(batch_size, episodes - done);
       batch.clear();
       costs.clear();
       for (int i = 0; i < b; ++i) {
         auto o = rollout_options::sample(mix(opt.seed * 1000003ULL + stream + static_cast<std::uint64_t>(done + i)),
-                                         opt.temperature, measured ? 0.0 : opt.rl_epsilon);
+                                         opt.temperature, phase3 ? 0.0 : opt.rl_epsilon);
         batch.push_back(pol.rollout(q, o));
         costs.push_back(cost(k, batch.back().result));
       }
@@ -340,14 +340,14 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       // The paper's running mean of every cost so far, or (baseline_decay > 0) an exponential one;
       // in phase II optionally the batch's mean or the greedy placement's cost (baseline_kind).
       double baseline = rs.cost_n[k] == 0                    ? batch_mean
-                        : opt.baseline_decay > 0 && !measured ? rs.ema[k]
+                        : opt.baseline_decay > 0 && !phase3 ? rs.ema[k]
                                                               : rs.cost_sum[k] / static_cast<double>(rs.cost_n[k]);
-      if (stream == 0 && opt.baseline == baseline_kind::batch) baseline = batch_mean;
-      if (stream == 0 && opt.baseline == baseline_kind::greedy) baseline = cost(k, pol.place(q));  // self-critical
+      if (!phase3 && opt.baseline == baseline_kind::batch) baseline = batch_mean;
+      if (!phase3 && opt.baseline == baseline_kind::greedy) baseline = cost(k, pol.place(q));  // self-critical
       rs.ema[k] = rs.cost_n[k] == 0 ? batch_mean : opt.baseline_decay * rs.ema[k] + (1 - opt.baseline_decay) * batch_mean;
       adv = reinforce_advantages(costs, baseline, opt.normalize_advantages, opt.advantage_floor);
       const double beta = lerp(opt.entropy, opt.entropy_final, x);
-      const bool ppo = opt.ppo && stream == 0;
+      const bool ppo = opt.ppo && !phase3;
       double loss = ppo ? pol.ppo_update(q, batch, adv, opt.gamma, beta, opt.ppo_clip, opt.ppo_epochs, opt.ppo_target_kl)
                         : pol.reinforce_update(q, batch, adv, opt.gamma, beta);
       if (ppo) {
@@ -357,7 +357,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       for (std::size_t i = 0; i < batch.size(); ++i) {
         rs.cost_sum[k] += costs[i];
         ++rs.cost_n[k];
-        if (stream == 0) {
+        if (!phase3) {
           record(batch[i], k, phase, loss, -1, costs[i]);
         } else {  // measured costs: their own best, not mixed with simulated ones
           const double ms = costs[i] / real_unit(k);
@@ -367,7 +367,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
           if (opt.on_episode) opt.on_episode(row);
         }
       }
-      if (opt.self_imitation > 0 && stream == 0) {
+      if (opt.self_imitation > 0 && !phase3) {
         for (std::size_t i = 0; i < batch.size(); ++i)
           if (costs[i] < rs.self_best[k]) {
             rs.self_best[k] = costs[i];
@@ -383,7 +383,7 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
       done += b;
       ++updates;
       if (on_update) on_update(updates);
-      if (stream == 0 && done < episodes) {  // the last batch's state is checkpointed after selection
+      if (!phase3 && done < episodes) {  // the last batch's state is checkpointed after selection
         const bool stopping = stop_now();
         checkpoint(2, done, stopping);
         if (stopping) return false;

@@ -92,6 +92,12 @@ const std::vector<float>& rope_table(std::size_t seq, std::size_t d, double base
   return cache.back().cs;
 }
 
+/// v / (1 + e), silu's and gelu's form; at v = −inf its limit −0 (−inf / (1 + inf) is NaN), and a
+/// NaN stays NaN.
+float over_one_plus(float v, float e) {
+  return v == -std::numeric_limits<float>::infinity() ? -0.0f : v / (1.0f + e);
+}
+
 }  // namespace
 
 tensor add(const tensor& x, const tensor& y) {
@@ -103,18 +109,13 @@ tensor mul(const tensor& x, const tensor& y) {
 }
 
 tensor silu(const tensor& x) {
-  // −inf / (1 + inf) is NaN: its limit, −0, by hand (a NaN input stays NaN).
-  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
-  return unary_map(x, [](float v) { return v == minus_inf ? -0.0f : v / (1.0f + exp_approx(-v)); });
+  return unary_map(x, [](float v) { return over_one_plus(v, exp_approx(-v)); });
 }
 
 tensor gelu(const tensor& x) {
   constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
   // 0.5 (1 + tanh z) = 1 / (1 + e^(−2z)): one exp, no tanh.
-  constexpr float minus_inf = -std::numeric_limits<float>::infinity();
-  return unary_map(x, [](float v) {
-    return v == minus_inf ? -0.0f : v / (1.0f + exp_approx(-2.0f * k * (v + 0.044715f * v * v * v)));
-  });
+  return unary_map(x, [](float v) { return over_one_plus(v, exp_approx(-2.0f * k * (v + 0.044715f * v * v * v))); });
 }
 
 tensor exp(const tensor& x) {

@@ -263,6 +263,9 @@ TEST_CASE("phase III in the library: measured costs drive REINFORCE, on one prob
     policy pol(policy_options().with_hidden(16).with_steps(2).with_seed(5));
     auto r = train(pol, pa, o);
     REQUIRE(calls.size() == 10);
+    // Phase III continues at phase II's final learning rate, as the learner actor's does (its second
+    // batch ran at rl_lr x lerp(1, lr_final, 4/7): phase II's schedule restarted).
+    CHECK(pol.learning_rate() == doctest::Approx(o.rl_lr * o.lr_final));
     CHECK(r.real_initial_greedy == doctest::Approx(calls.front().cost));
     CHECK(r.real_final_greedy == doctest::Approx(calls.back().cost));
     CHECK(r.per_problem[0].real_initial_greedy == r.real_initial_greedy);

@@ -10,17 +10,20 @@
 namespace doppler::cuda::kernels {
 namespace {
 
+/// x / (1 + e), silu's and gelu's form; at x = −inf its limit −0 (−inf / (1 + inf) is NaN), as on
+/// the CPU (cpu_kernels.cpp).
+__device__ __forceinline__ float over_one_plus(float x, float e) { return x == -INFINITY ? -0.0f : x / (1.0f + e); }
+
 __device__ __forceinline__ float apply(ew op, float x, float y, float factor) {
   switch (op) {
     case ew::add: return x + y;
     case ew::mul: return x * y;
     case ew::scale: return x * factor;
     case ew::exp: return expf(x);
-    // At −inf both are −inf / (1 + inf) = NaN; their limit is −0, as on the CPU (cpu_kernels.cpp).
-    case ew::silu: return x == -INFINITY ? -0.0f : x / (1.0f + expf(-x));
+    case ew::silu: return over_one_plus(x, expf(-x));
     case ew::gelu: {
       const float k = 0.7978845608028654f;  // sqrt(2 / pi); 0.5 (1 + tanh z) = 1 / (1 + e^(−2z))
-      return x == -INFINITY ? -0.0f : x / (1.0f + expf(-2.0f * k * (x + 0.044715f * x * x * x)));
+      return over_one_plus(x, expf(-2.0f * k * (x + 0.044715f * x * x * x)));
     }
   }
   return x;

@@ -278,6 +278,8 @@ class policy {
 
   /// Adam's learning rate for the next updates (the network's; active-search offsets keep theirs).
   void set_learning_rate(double lr);
+  /// Adam's learning rate now (what the last set_learning_rate, or the options, gave it).
+  double learning_rate() const;
   /// policy_options::active_search for the next updates (e.g. continuing a checkpoint with
   /// another rate); offsets already learned are kept and still applied. Dual only.
   void set_active_search(double lr);
