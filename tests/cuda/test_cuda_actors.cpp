@@ -43,7 +43,7 @@ workload_params small_params() {
 TEST_CASE("without a GPU the cuda actor backend refuses to start with a clear error") {
   std::string why;
   if (dc::gpu_available(&why)) {
-    MESSAGE("skipped: this machine has a GPU");
+    MESSAGE("not applicable: this machine has a GPU");
     return;
   }
   try {

@@ -72,10 +72,14 @@ void cuda_device::impl::waiter_loop(stream_state& st) {
       p = std::move(st.queue.front());
       st.queue.pop_front();
     }
+    const char* call = "cudaEventSynchronize";
     cudaError_t e = cudaEventSynchronize(p.stop);
     float ms = 0;
-    if (e == cudaSuccess && p.start) e = cudaEventElapsedTime(&ms, p.start, p.stop);
-    if (e != cudaSuccess) p.info.error = cuda_error(static_cast<int>(e), "cudaEventSynchronize", __FILE__, __LINE__).what();
+    if (e == cudaSuccess && p.start) {
+      call = "cudaEventElapsedTime";
+      e = cudaEventElapsedTime(&ms, p.start, p.stop);
+    }
+    if (e != cudaSuccess) p.info.error = cuda_error(static_cast<int>(e), call, __FILE__, __LINE__).what();
     p.info.gpu_ms = ms;
     if (p.start) (void)cudaEventDestroy(p.start);
     (void)cudaEventDestroy(p.stop);
@@ -128,9 +132,9 @@ cuda_device::cuda_device(int id, const device_options& options) : impl_(std::mak
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = options.gpu;
   DOPPLER_CUDA_CHECK(cudaMemPoolCreate(&d.pool, &props));
-  auto threshold = static_cast<std::uint64_t>(options.pool_release_threshold);
-  DOPPLER_CUDA_CHECK(cudaMemPoolSetAttribute(d.pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-  try {
+  try {  // from here on a throw releases the pool and the streams made so far
+    auto threshold = static_cast<std::uint64_t>(options.pool_release_threshold);
+    DOPPLER_CUDA_CHECK(cudaMemPoolSetAttribute(d.pool, cudaMemPoolAttrReleaseThreshold, &threshold));
     for (int s = 0; s < options.streams; ++s) {
       d.streams.push_back(std::make_unique<stream_state>());
       stream_state& st = *d.streams.back();
