@@ -40,10 +40,12 @@ class placer_learner final : public learner_interface {
   }
   void load(const std::string& path) override {
     const nlohmann::json j = parse_json(read_file(path), path);
-    if (!j.is_object() || j.value("format", "") != "doppler-learner/1")
+    if (!j.is_object() || !j.contains("format") || j["format"] != "doppler-learner/1")
       throw error(errc::bad_format_tag, path, "format", "expected \"doppler-learner/1\"");
-    if (j.value("learner", "") != name_)
-      throw error(errc::bad_value, path, "learner", "the file is for learner '" + j.value("learner", "") +
+    if (!j.contains("learner") || !j["learner"].is_string())
+      throw error(errc::bad_type, path, "learner", "expected the learner's name (a string)");
+    if (j["learner"] != name_)
+      throw error(errc::bad_value, path, "learner", "the file is for learner '" + j["learner"].get<std::string>() +
                                                         "', not '" + name_ + "'");
   }
 

@@ -263,6 +263,20 @@ TEST_CASE("the cp and heft learners place like their placers, ignore observation
     l->load(file);
     auto other = make_learner(std::string(name) == "cp" ? "heft" : "cp");
     CHECK_THROWS_AS(other->load(file), error);
+    // A field of the wrong type is a doppler error naming the file and field, not a JSON library's.
+    for (const char* text : {R"({"format": 5, "learner": "cp"})", R"({"format": "doppler-learner/1", "learner": 7})",
+                             R"({"format": "doppler-learner/1"})", R"([1])"}) {
+      std::ofstream(file) << text;
+      try {
+        l->load(file);
+        FAIL("accepted " << text);
+      } catch (const error& e) {
+        CHECK(std::string(e.what()).find(file) != std::string::npos);
+        CHECK(std::string(e.what()).find(std::string(text).find("\"format\": 5") != std::string::npos ? "format"
+                                                                                                    : "learner") !=
+              std::string::npos);
+      }
+    }
     std::filesystem::remove(file);
     CHECK_THROWS_AS(l->load(file), error);
   }

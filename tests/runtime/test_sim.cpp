@@ -457,6 +457,20 @@ TEST_CASE("chrome trace: one process per device and link, ops and transfers as c
   }
   CHECK(ops == 4);
   CHECK(transfers == 2);
+  // Every link has its process, a link that carried nothing too: on 3 devices a and b use one of 6.
+  {
+    auto c3 = mesh(3, 1e12, 1e10, 1e-3);
+    auto g2 = make_graph({syn("a", {}, 1e12, 8), syn("b", {"a"}, 1e12, 8)});
+    auto r3 = simulate(g2, c3, place(g2, {{"a", 0}, {"b", 1}}), cm, sim_options{}.with_trace());
+    auto j3 = nlohmann::json::parse(chrome_trace(g2, c3, r3, "simulator"));
+    int device_rows = 0, link_rows = 0;
+    for (const auto& e : j3["traceEvents"])
+      if (e["ph"] == "M" && e["name"] == "process_name")
+        ++(e["args"]["name"].get<std::string>().rfind("link ", 0) == 0 ? link_rows : device_rows);
+    CHECK(device_rows == 3);
+    CHECK(link_rows == static_cast<int>(c3.links().size()));
+    CHECK(c3.links().size() == 6);
+  }
   // Viewers nest the events of one thread: events on one (pid, tid) must not overlap.
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
   for (const auto& e : j["traceEvents"])
