@@ -198,15 +198,15 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
                            ol.runs(), ol.explored(), ol.best_makespan(), final_sim);
 }
 
-/// Returns f(). A run that passed --timeout may leave a kernel running on a device, and kernels cannot
-/// be cancelled: destroying the engine would wait for it, so such a failure is reported as main()
-/// reports errors and the process ends at once, without unwinding to the engine's destructor.
+/// Returns f(). A failed run — past --timeout, an op that threw, a lost worker — may leave kernels
+/// running on other devices, and kernels cannot be cancelled: destroying the engine would wait for
+/// them (seconds for a big matmul), so the failure is reported as main() reports errors and the
+/// process ends at once, without unwinding to the engine's destructor.
 template <class F>
-decltype(auto) exit_at_timeout(F&& f) {
+decltype(auto) exit_at_failure(F&& f) {
   try {
     return f();
   } catch (const run_failure& x) {
-    if (!x.timed_out()) throw;
     std::cout.flush();
     std::cerr << "doppler: error: " << x.what() << " (exiting without waiting for kernels still running)\n";
     std::cerr.flush();
@@ -279,7 +279,7 @@ void run_command(const run_flags& f) {
                   .with_scheduler(f.scheduler)
                   .with_streams(f.streams)
                   .with_costs(cm)
-                  .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000)))
+                  .with_timeout(std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(f.timeout * 1000))))
                   .with_busy_wait(busy_wait));
   attach_workers(e, c, f.workers, "--workers", f.token, f.json ? nullptr : &std::cout);
   std::optional<learner_client> lc_actor;
@@ -316,9 +316,9 @@ void run_command(const run_flags& f) {
     busy_waited += r.busy_waited, busy_tries += r.busy_tries, busy_probes += r.busy_probes;
   };
   if (f.warmup > 0)
-    add_waits(exit_at_timeout([&] { return e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false)); }));
+    add_waits(exit_at_failure([&] { return e.run(g, p, run_options(ro).with_repeat(f.warmup).with_trace(false)); }));
   if (f.online) {
-    exit_at_timeout([&] { online_command(f, e, *lc_actor, g, cm, ro); });
+    exit_at_failure([&] { online_command(f, e, *lc_actor, g, cm, ro); });
     if (!f.save_policy.empty()) {
       lc_actor->save(f.save_policy);
       if (!f.json) std::cout << "wrote learner state " << f.save_policy << "\n";
@@ -326,7 +326,7 @@ void run_command(const run_flags& f) {
     return;
   }
   reset_host_cache_counters();  // the counts below are the measured runs' (docs/cpu_backend.md, "Tensor memory")
-  auto r = exit_at_timeout(
+  auto r = exit_at_failure(
       [&] { return e.run(g, p, run_options(ro).with_repeat(f.repeat).with_trace(!f.trace_file.empty())); });
   const host_cache_stats hc = host_cache_statistics();
   add_waits(r);

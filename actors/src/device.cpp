@@ -482,7 +482,8 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
         }
         st.box->take(st.taken);  // every completion since the doorbell rang (older runs' dropped)
         for (auto& k : st.taken)
-          if (st.active && k.run == st.run) on_kernel_done(self, st.sl->home_slot[k.op], k.start_ns, k.end_ns, std::move(k.out));
+          if (st.active && k.run == st.run && k.op < st.plan->size() && st.plan->device_of(k.op) == st.opt.index)
+            on_kernel_done(self, st.sl->home_slot[k.op], k.start_ns, k.end_ns, std::move(k.out));
         st.taken.clear();
         settle(self);
       },
@@ -495,7 +496,7 @@ device_actor::behavior_type device_impl(device_pointer self, device_options opt)
       },
       [=](copy_done_msg& m) {
         auto& st = self->state;
-        if (!st.active || m.run != st.run) return settle(self);
+        if (!st.active || m.run != st.run || m.op >= st.plan->size()) return settle(self);
         copy_done(self, std::move(m));
         settle(self);
       },

@@ -412,7 +412,7 @@ dispatcher_actor::behavior_type dispatcher_impl(dispatcher_pointer self,
         flush(self);
       },
       [=](op_failed_msg& m) {
-        if (m.run != self->state.plan->run) return;
+        if (m.run != self->state.plan->run || m.op >= self->state.plan->size()) return;
         fail(self, m.op, m.device, m.what);
       },
       [=](timeout_atom, std::uint64_t run) {

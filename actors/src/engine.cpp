@@ -46,7 +46,16 @@ struct engine::impl {
   std::vector<bool> lost;          // a worker's device that no longer answers (until attached again)
   std::map<std::string, std::pair<std::string, std::uint16_t>> workers;  // "worker HOST:PORT" -> its address
   std::vector<actors::device_actor> stand_in;  // per lost device: a local device of failover runs (no ops)
-  std::atomic<std::uint64_t> next_run{1};
+  /// Run ids start at a random value: a worker's device drops messages of runs other than its current
+  /// one by this id, and a kernel left running by another engine's (killed or timed-out) run must not
+  /// pass for this engine's run of the same number. Engines that all started at 1 collided on their
+  /// first run: a dead coordinator's matmul finished into the next coordinator's run.
+  std::atomic<std::uint64_t> next_run{[] {
+    std::random_device rd;
+    std::uint64_t v = 0;
+    while (v == 0) v = ((static_cast<std::uint64_t>(rd()) << 32) ^ rd()) >> 1;  // room to count up
+    return v;
+  }()};
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
   std::optional<actors::comm_planner_actor> planner;  // transfers = planned
   std::vector<actors::learner_actor> learners;         // spawn_learner: stopped with the engine

@@ -153,6 +153,26 @@ TEST_CASE("doppler run --timeout: the run fails naming the op, and the process d
   CHECK(r.out.find("measured makespan") == std::string::npos);
 }
 
+TEST_CASE("doppler run: an op that fails while another device runs a kernel ends the process at once") {
+  temp_dir t;
+  // gpu1's synthetic op needs a 40 GB output the host cannot give; gpu0 meanwhile multiplies 3072^2
+  // matrices (a second of kernel). The failure is reported without unwinding to the engine's
+  // destructor, which would wait for the matmul.
+  std::ofstream(t / "g.json") << R"({"format": "doppler-graph/1", "name": "mix", "ops": [
+    {"id": "a", "kind": "input", "shape": [3072, 3072]}, {"id": "b", "kind": "input", "shape": [3072, 3072]},
+    {"id": "p", "kind": "matmul", "inputs": ["a", "b"], "shape": [3072, 3072]},
+    {"id": "c", "kind": "input", "shape": [32, 32]},
+    {"id": "s", "kind": "synthetic", "inputs": ["c"], "flops": 1e6, "bytes": 4e10}]})";
+  std::ofstream(t / "p.json") << R"({"format": "doppler-placement/1",
+    "assignment": {"a": "gpu0", "b": "gpu0", "p": "gpu0", "c": "gpu1", "s": "gpu1"}})";
+  auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster dgx-h100 --placement " + (t / "p.json") +
+              " --warmup 0 --repeat 1");
+  CAPTURE(r.out);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("op 's'") != std::string::npos);
+  CHECK(r.out.find("exiting without waiting for kernels still running") != std::string::npos);
+}
+
 TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {
   temp_dir t;
   REQUIRE(sh(cli + " workload chainmm --dim 32 -o " + (t / "g.json")).code == 0);

@@ -134,3 +134,17 @@ TEST_CASE("engines that start together on the same two workers all finish and a 
   CHECK_THROWS_WITH_AS(impatient.run(g, p), doctest::Contains("s for it: engine_options::busy_wait"), run_failure);
   held.get();
 }
+
+TEST_CASE("a kernel left running by another engine's timed-out run does not count in the next engine's run") {
+  // Each engine numbers its runs; were both to start at the same number, the first engine's kernel
+  // (still sleeping on the worker when its run timed out) would finish into the second engine's first
+  // run as that run's op: a seed-1 value among seed-2 outputs, an op done before its inputs.
+  shared_worker sw(400ms, engine_options{});
+  auto& [c, slow, w, first, second, g, p] = sw;
+  CHECK_THROWS_WITH_AS(first.run(g, p, run_options{}.with_seed(1).with_timeout(100ms)), doctest::Contains("timed out"),
+                       run_failure);
+  REQUIRE(slow->calls > 0);  // the stale kernel is in flight on the worker
+  slow->delay_ms = 50;       // the second run's kernels queue behind it and are still running when it ends
+  auto later = second.run(g, p, run_options{}.with_seed(2).keep_all());
+  check_equals_reference(g, later, 2);
+}
