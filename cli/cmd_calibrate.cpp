@@ -279,8 +279,6 @@ void calibrate_command(const calibrate_flags& f) {
                 "the deployment's links go into a cluster file: give --cluster-out FILE");
   for (const auto& w : f.workers) (void)host_port(w, "--workers", false);  // before minutes of measuring
   (void)busy_wait_flag(f.busy_wait);
-  check_output_path(f.out, "--output");  // before the measuring, not after it
-  check_output_path(f.cluster_out, "--cluster-out");
   cluster c = load_cluster_or_preset(f.cluster_spec);
   // Calibration measures this host's CPU cores: the cluster only says how many of them are devices.
   for (device_index d = 0; d < c.device_count(); ++d)
@@ -407,7 +405,13 @@ void add_calibrate_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--token", f->token, "--workers: the token the workers require (default: $DOPPLER_TOKEN)");
   cmd->add_option("--busy-wait", f->busy_wait, std::string("--workers: ") + busy_wait_help)->capture_default_str();
-  cmd->callback([f] { calibrate_command(*f); });
+  cmd->callback([f, cmd] {
+    // before the measuring, not after it
+    auto inputs = input_args(f->graphs, "--graph");
+    inputs.push_back({f->cluster_spec, "--cluster"});
+    check_outputs(*cmd, {{f->out, "--output"}, {f->cluster_out, "--cluster-out"}}, inputs);
+    calibrate_command(*f);
+  });
 }
 
 }  // namespace doppler::cli

@@ -184,7 +184,9 @@ void add_plan_comm(CLI::App& app) {
                   "With --warm-start: the epoch the demand changes; sends before it stay, the rest is re-planned "
                   "from the state there (greedy, auto, milp; -1: keep every old send)")
       ->capture_default_str();
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
+    check_outputs(*cmd, {{o->out, "--output"}, {o->msccl, "--msccl"}, {o->trace, "--trace"}},
+                  {{o->cluster, "--cluster"}, {o->d.spec, "--demand"}, {o->warm, "--warm-start"}});
     check_method(o->p.method, "--method");
     check_time_limit(o->p.time_limit);
     if (o->p.max_epochs < 0)
@@ -238,7 +240,9 @@ void add_check_schedule(CLI::App& app) {
   add_demand_options(cmd, o->d);
   cmd->add_flag("--no-switch-copy", o->no_switch_copy, "Reject schedules where a switch multicasts");
   cmd->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the α-β replay: every link's sends");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
+    check_outputs(*cmd, {{o->trace, "--trace"}},
+                  {{o->schedule, "schedule"}, {o->cluster, "--cluster"}, {o->d.spec, "--demand"}});
     cluster c = comm::load_comm_cluster(o->cluster);
     comm::schedule s = comm::load_schedule(o->schedule, c);
     demand_opts dopt = o->d;
@@ -325,7 +329,8 @@ void add_compare_comm(CLI::App& app) {
   cmd->add_flag("--switch-copy", o->switch_copy, "Switches may multicast");
   cmd->add_option("--csv", o->csv, "Write the table as CSV");
   cmd->add_option("--svg", o->svg, "Write an algbw bar chart as SVG");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
+    check_outputs(*cmd, {{o->csv, "--csv"}, {o->svg, "--svg"}}, {{o->cluster, "--cluster"}, {o->d.spec, "--demand"}});
     const std::vector<std::string> methods = parse_methods(o->methods);
     check_time_limit(o->time_limit);
     cluster c = comm::load_comm_cluster(o->cluster);

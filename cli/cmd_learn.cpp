@@ -265,10 +265,18 @@ void add_train(CLI::App& app) {
   cmd->callback([o, cmd, cluster_opt, out_opt] {
     if (o->out == "-") throw error(errc::bad_argument, "", "--output", "a checkpoint is written to a file, not to stdout");
     check_output_given(*cmd, o->out);
-    check_output_path(o->out, "--output");
-    check_output_path(o->csv, "--csv");
-    check_output_path(o->svg, "--svg");
-    check_output_path(o->best, "--best");
+    {
+      // --init is no input here: fine-tuning a checkpoint into itself (-o the --init file) is allowed.
+      auto inputs = input_args(o->graphs, "--graph");
+      for (const auto& c : o->clusters) inputs.push_back({c, "--cluster"});
+      inputs.push_back({o->costs, "--costs"});
+      inputs.push_back({o->config, "--config"});
+      inputs.push_back({o->teacher, "--teacher"});
+      check_outputs(*cmd,
+                    {{o->out, "--output"}, {o->out + ".resume", "--output's training state (OUTPUT.resume)"},
+                     {o->csv, "--csv"}, {o->svg, "--svg"}, {o->best, "--best"}},
+                    inputs);
+    }
     // A bare `doppler train` writes policy.pt, but never over one a longer training left there.
     if (out_opt->count() == 0 && !o->resume && std::filesystem::exists(o->out))
       throw error(errc::bad_argument, "", "--output",
@@ -543,8 +551,11 @@ void add_place_learned(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "Placement to write (doppler-placement/1)")->required();
   cmd->add_option("--model", o->model, "Simulator model for the reported makespan: simple or wc")->capture_default_str();
   cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
-  cmd->callback([o] {
-    check_output_path(o->out, "--output");
+  cmd->callback([o, cmd] {
+    check_outputs(*cmd, {{o->out, "--output"}},
+                  {{o->graph, "--graph"}, {o->cluster, "--cluster"}, {o->policy, "--policy"}, {o->costs, "--costs"}});
+    sim_options so;
+    so.model = parse_model(o->model);  // before the placement is written, not after
     graph g = load_graph(o->graph);
     cluster c = load_cluster_or_preset(o->cluster);
     cost_model cm = o->costs.empty() ? cost_model() : cost_model::load(o->costs);
@@ -553,9 +564,8 @@ void add_place_learned(CLI::App& app) {
     placement p = pl->place(g, c, cm, placer_options{});
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     save_placement(p, g, c, o->out);
-    sim_options so;
-    so.model = parse_model(o->model);
-    std::cout << fmt::format("doppler: {} ops on {} devices in {:.1f} ms; simulated ({}) makespan {:.6g} s; wrote {}\n",
+    // with -o - the placement is stdout: the summary goes to stderr, as place's does
+    (o->out == "-" ? std::cerr : std::cout) << fmt::format("doppler: {} ops on {} devices in {:.1f} ms; simulated ({}) makespan {:.6g} s; wrote {}\n",
                              g.size(), c.device_count(), 1000 * s, o->model, simulate(g, c, p, cm, so).makespan, o->out);
   });
 }

@@ -223,8 +223,6 @@ void run_command(const run_flags& f) {
   const auto busy_wait = busy_wait_flag(f.busy_wait);
   if (f.learner.empty() && (f.online || !f.policy_file.empty() || !f.save_policy.empty()))
     throw error(errc::bad_argument, "", "--learner", "--online, --policy and --save-policy need --learner");
-  check_output_path(f.save_policy, "--save-policy");  // before the runs, not after them
-  check_output_path(f.trace_file, "--trace");
   if (f.online && !f.trace_file.empty())  // a trace is one run's; --online runs another placement each time
     throw error(errc::bad_argument, "", "--trace",
                 "records one placement's run; --online runs a placement per run (drop --online to trace the "
@@ -447,6 +445,9 @@ void add_run_commands(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--save-policy", f->save_policy, "--learner: write the learner's state here afterwards (atomically)");
   cmd->callback([f, cmd] {
+    check_outputs(*cmd, {{f->save_policy, "--save-policy"}, {f->trace_file, "--trace"}},  // before the runs
+                  {{f->graph_file, "--graph"}, {f->cluster_spec, "--cluster"}, {f->placement_file, "--placement"},
+                   {f->costs_file, "--costs"}});  // not --policy: --save-policy may update it in place
     if (cmd->count("--explore") > 0 && !f->online)
       throw error(errc::bad_argument, "", "--explore", "the exploration budget needs --online");
     run_command(*f);

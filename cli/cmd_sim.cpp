@@ -42,6 +42,11 @@ struct sim_flags {
   CLI::Option* cluster_option = nullptr;  ///< to tell a defaulted --cluster from a given one
 };
 
+/// The input files of `f` (for check_outputs): graph, cluster and costs.
+std::vector<file_arg> sim_inputs(const sim_flags& f) {
+  return {{f.graph_file, "--graph"}, {f.cluster_spec, "--cluster"}, {f.costs_file, "--costs"}};
+}
+
 void add_sim_flags(CLI::App* cmd, sim_flags& f) {
   f.cluster_option = add_graph_cluster_options(cmd, f.graph_file, f.cluster_spec);
   cmd->add_option("--model", f.model, "Simulator model: wc (work-conserving, link contention) or simple "
@@ -215,6 +220,8 @@ std::vector<policy_row> parse_policy_rows(const std::vector<std::string>& values
       r.name = v.substr(0, eq);
       list = v.substr(eq + 1);
       if (r.name.empty()) throw error(errc::bad_argument, "", "--policy", "empty row name in '" + v + "'");
+      if (r.name.find_first_of(",\"\n\r") != std::string::npos)  // a table's CSV cell, unquoted
+        throw error(errc::bad_argument, "", "--policy", "a row name may not hold a comma, a quote or a line break: '" + r.name + "'");
     }
     r.files = split_list(list);
     if (r.files.empty()) throw error(errc::bad_argument, "", "--policy", "no checkpoint in '" + v + "'");
@@ -264,7 +271,11 @@ void add_sim_commands(CLI::App& app) {
                     "search: start from this doppler-placement/1 file (its devices and order) instead of the best "
                     "heuristic placement, e.g. to refine a learned one; the result is never worse than it");
     cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
-    cmd->callback([o] {
+    cmd->callback([o, cmd] {
+      auto inputs = sim_inputs(o->f);
+      inputs.push_back({o->policy, "--policy"});
+      inputs.push_back({o->start, "--start"});
+      check_outputs(*cmd, {{o->out, "--output"}}, inputs);
       const bool learned = o->method == "doppler";
       if (learned && o->policy.empty())
         throw error(errc::bad_argument, "", "--policy", "--method doppler needs a trained policy (doppler train -o policy.pt)");
@@ -334,7 +345,10 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--straggler", o->stragglers, "DEVICE:FACTOR, a device slowed down by FACTOR in [1, 1e6] (repeatable; a device's factors multiply)");
     cmd->add_option("--trace", o->trace_file, "Write a Chrome trace (Perfetto) of the first run");
     cmd->add_flag("--json", o->json, "Print one JSON object");
-    cmd->callback([o] {
+    cmd->callback([o, cmd] {
+      auto inputs = sim_inputs(o->f);
+      inputs.push_back({o->placement_file, "--placement"});
+      check_outputs(*cmd, {{o->trace_file, "--trace"}}, inputs);
       auto [g, c, cm, so] = load_setup(o->f);
       if (o->runs < 1) throw error(errc::bad_argument, "", "--runs", "must be at least 1");
       if (!(o->jitter >= 0 && o->jitter <= max_jitter))
@@ -410,10 +424,14 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--csv", o->csv, "Write the table as CSV");
     cmd->add_option("--svg", o->svg, "Write a bar chart as SVG");
     cmd->add_flag("--json", o->json, "Print one JSON object with a `rows` list");
-    cmd->callback([o] {
+    cmd->callback([o, cmd] {
 #ifndef DOPPLER_HAVE_LEARNER
       if (!o->policies.empty()) forward_to_learn_twin();  // learned rows need LibTorch (doppler-learn)
 #endif
+      auto inputs = sim_inputs(o->f);
+      for (const policy_row& row : parse_policy_rows(o->policies))
+        for (const auto& file : row.files) inputs.push_back({file, "--policy"});
+      check_outputs(*cmd, {{o->csv, "--csv"}, {o->svg, "--svg"}}, inputs);
       auto [g, c, cm, so] = load_setup(o->f);
       if (o->seeds < 1) throw error(errc::bad_argument, "", "--seeds", "must be at least 1");
       if (o->budget < 0) throw error(errc::bad_argument, "", "--budget", "must be >= 0 simulator evaluations");

@@ -40,6 +40,20 @@ void check_output_path(const std::string& path, const char* flag);
 /// be typed; errors name --output.
 void check_output_given(const CLI::App& cmd, const std::string& out);
 
+/// A file a command writes (`flag` names it: "--output", "--csv") or reads (its input flag).
+struct file_arg {
+  std::string path;
+  std::string flag;
+};
+/// Every output of a command checked before its work: an output flag given an empty value
+/// (`--csv ''`) is refused, each path passes check_output_path, no two outputs are the same file
+/// (the later write would replace the earlier one), and no output is one of the command's existing
+/// input files (writing it would destroy the input). "" (not given) and "-" (stdout) pass the last two.
+/// Errors are errc::bad_argument naming the flags.
+void check_outputs(const CLI::App& cmd, const std::vector<file_arg>& outputs, const std::vector<file_arg>& inputs = {});
+/// `flag` once per path of a repeatable input option (the --graph list).
+std::vector<file_arg> input_args(const std::vector<std::string>& paths, const std::string& flag);
+
 /// First thing in main(): sets OPENBLAS_CORETYPE=Haswell and ATEN_CPU_CAPABILITY=avx2 where the CPU
 /// has AVX2 and FMA, unless the user set them or DOPPLER_NATIVE_KERNELS=1 (kernels.cpp says why), and
 /// when the OpenBLAS loaded before main runs other kernels, starts this program again with the same

@@ -321,6 +321,12 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
       {"--best " + (t / "missing/b.json") + ok, "--best"},
       {"-o " + t.path.string(), "is a directory"},
       {"-o -", "not to stdout"},
+      // Two outputs on one file, or an output on an input: the later write would destroy the other.
+      {"--csv " + (t / "p.pt") + ok, "--output: bad argument: is also --csv's file"},
+      {"--best " + (t / "p.pt") + ok, "is also --best's file"},
+      {"--csv " + (t / "p.pt.resume") + ok, "(OUTPUT.resume): bad argument: is also --csv's file"},
+      {"--svg " + (t / "g.json") + ok, "--svg: bad argument: is the --graph input"},
+      {"--csv ''" + ok, "--csv: bad argument: is empty"},
   };
   for (const auto& [flags, expected] : cases) {
     CAPTURE(flags);
@@ -362,6 +368,17 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
                (t / "none.pt") + " -o " + (t / "missing/x.json"));
   CHECK(pl.code == 2);
   CHECK(pl.out.find("does not exist") != std::string::npos);
+  // ... and its --model before writing: a refused run leaves no placement behind.
+  REQUIRE(sh(base + "-o " + (t / "q.pt")).code == 0);
+  pl = sh(cli + " place-learned --graph " + (t / "g.json") + " --cluster cpu:2 --policy " + (t / "q.pt") + " -o " +
+          (t / "x.json") + " --model foo");
+  CHECK(pl.code == 2);
+  CHECK_FALSE(fs::exists(t / "x.json"));
+  // -o - : the placement alone is stdout (the summary goes to stderr).
+  auto piped = sh("(" + cli + " place-learned --graph " + (t / "g.json") + " --cluster cpu:2 --policy " + (t / "q.pt") +
+                  " -o - 2>/dev/null)");
+  REQUIRE(piped.code == 0);
+  CHECK(nlohmann::json::parse(piped.out)["format"] == "doppler-placement/1");
 }
 
 TEST_CASE("doppler train --config: a file without a model trains with train's default model and --model wins over the file") {

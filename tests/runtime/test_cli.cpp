@@ -16,6 +16,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -594,4 +596,45 @@ TEST_CASE("cli: every command runs OpenBLAS's AVX2 kernels where the CPU has the
   REQUIRE_MESSAGE(r.rc == 0, r.err);
   CHECK(nlohmann::json::parse(r.out).at("blas_core") == "Zen");
 #endif
+}
+
+TEST_CASE("cli: outputs are checked before the work: not an input, not another output, not empty") {
+  temp_dir d;
+  REQUIRE(run(d, "workload ffnn -q -o g.json").rc == 0);
+  const std::string graph = slurp(d / "g.json");
+  // Each: the command, the text its one-line error must contain. Exit 2 and nothing written.
+  std::vector<std::pair<const char*, const char*>> cases = {
+      {"place --graph g.json -o g.json", "--output: bad argument: is the --graph input"},
+      {"simulate --graph g.json --trace g.json", "--trace: bad argument: is the --graph input"},
+      {"compare --graph g.json --methods cp --seeds 1 --csv out.x --svg out.x", "--csv: bad argument: is also --svg's file"},
+      {"compare --graph g.json --methods cp --seeds 1 --csv ok.csv --svg missing/c.svg", "directory 'missing' does not exist"},
+      {"cluster dgx1-v100 -o ''", "--output: bad argument: is empty"},
+      {"plan-comm --method greedy -o out.json --trace missing/t.json", "directory 'missing' does not exist"},
+      {"plan-comm --method greedy -o out.x --msccl out.x", "is also --msccl's file"},
+      {"compare-comm --methods greedy --csv ok.csv --svg ok.csv", "is also --svg's file"},
+  };
+  if (has_run_command(d))  // calibrate comes with the actor runtime
+    cases.insert(cases.end(), {{"calibrate --rounds 1 --graph g.json -o g.json", "is the --graph input"},
+                               {"calibrate --rounds 1 -o out.x --cluster-out out.x", "is also --cluster-out's file"},
+                               {"calibrate --rounds 1 -o ''", "--output: bad argument: is empty"}});
+  for (const auto& [args, expected] : cases) {
+    CAPTURE(args);
+    auto r = run(d, args);
+    CAPTURE(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find(expected) != std::string::npos);
+    CHECK_FALSE(fs::exists(d / "out.x"));
+    CHECK_FALSE(fs::exists(d / "out.json"));
+    CHECK_FALSE(fs::exists(d / "ok.csv"));  // the first output of a failing pair is not left behind
+  }
+  CHECK(slurp(d / "g.json") == graph);  // the input survived every attempt
+  // A schedule replayed into its own file.
+  REQUIRE(run(d, "plan-comm --method greedy -o s.json").rc == 0);
+  auto r = run(d, "check-schedule s.json --trace s.json");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("is the schedule input") != std::string::npos);
+  // The same paths written through different spellings are one file.
+  r = run(d, "place --graph g.json -o ./g.json");
+  CHECK(r.rc == 2);
+  CHECK(slurp(d / "g.json") == graph);
 }
