@@ -252,10 +252,12 @@ void add_graph_commands(CLI::App& app) {
         }
       }
       if (first) {
-        if (o->files.size() > 1) std::cerr << bad << " of " << o->files.size() << " files are invalid\n";
-        // Exit code follows the first failure's class (bad input -> 2, i/o -> 1).
-        throw error(first->code(), first->file(), first->path(),
-                    o->files.size() > 1 ? std::to_string(bad) + " invalid file(s)" : first->reason());
+        // Exit code follows the first failure's class (bad input -> 2, i/o -> 1). With several files
+        // each was named above: the last line counts them (it once glued the first's place to the count).
+        if (o->files.size() > 1)
+          throw error(first->code(), "", "",
+                      fmt::format("{} of {} files are invalid (the first: {})", bad, o->files.size(), first->file()));
+        throw *first;
       }
     });
   }

@@ -51,6 +51,8 @@ CLI::Validator finite_in(double lo, double hi) {
         std::size_t used = 0;
         try {
           x = std::stod(text, &used);
+        } catch (const std::out_of_range&) {  // a number, but past a double's range (1e400)
+          return fmt::format("{} is outside [{:g}, {:g}]", text, lo, hi);
         } catch (const std::exception&) {
           used = 0;
         }
@@ -325,6 +327,11 @@ void add_train(CLI::App& app) {
                           : o->init.empty() ? learner::policy(o->p)
                                             : learner::policy::load(o->init);
     apply_init_flags(pol, *o, *cmd);
+    // Before phase I, not at phase II's first update (the policy's kind may come from --init's file).
+    if (o->t.ppo && learner::is_baseline(pol.options().kind))
+      throw error(errc::bad_argument, "", "--algorithm",
+                  "PPO updates the dual and joint policies only; this policy is " +
+                      learner::policy_kind_name(pol.options().kind) + " (use reinforce)");
     std::shared_ptr<comm::multicast_planner> planner;
     if (o->transfers == "planned") {
       if (o->t.sim.model != sim_model::wc)

@@ -47,8 +47,8 @@ void forward_to_learn_twin() {
 }
 
 void add_learn_commands(CLI::App& app) {
-  for (auto [name, what] : {std::pair{"train", "Train a DOPPLER policy on a graph: imitation of cp, then RL in the "
-                                               "simulator (see `doppler train --help`)"},
+  for (auto [name, what] : {std::pair{"train", "Train a DOPPLER policy on one or more graphs: imitation of a teacher, "
+                                               "RL in the simulator, RL on measurements (see `doppler train --help`)"},
                             std::pair{"place-learned", "Place a graph with a trained DOPPLER policy (greedy SEL + PLC)"}}) {
     auto* cmd = app.add_subcommand(name, what);
     cmd->prefix_command();

@@ -57,7 +57,8 @@ const nlohmann::json settings_added_later = {{"--sibling-feature", false},
                                              {"--teacher-symmetry", false},
                                              {"--il-teacher-forcing", 0.0},
                                              {"--dynamic-sel", false},
-                                             {"--init", ""}};
+                                             {"--init", ""},
+                                             {"--teacher (the file's content, FNV-1a)", ""}};
 
 }  // namespace
 

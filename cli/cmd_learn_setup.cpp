@@ -6,6 +6,7 @@
 #include <doppler/learner/doppler_learner.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
+#include <doppler/runtime/io.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
 
@@ -163,8 +164,14 @@ void merge_curriculum(train_flags& o, const CLI::App& cmd) {
 
 void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graphs) {
   select_phases(o.phases, o.episodes, o.t, cmd);
-  if (cmd.count("--self-imitation-gate") > 0 && o.t.self_imitation == 0)
-    throw error(errc::bad_argument, "", "--self-imitation-gate", "gates self-imitation: needs --self-imitation N > 0");
+  // A setting refused below came from its flag, or else from --config's file: the error names that.
+  auto refuse = [&](const char* flag, const char* config_key, const std::string& why) {
+    if (cmd.count(flag) > 0 || o.config.empty()) return error(errc::bad_argument, "", flag, why);
+    return error(errc::bad_argument, o.config, config_key, why);
+  };
+  if (o.t.self_imitation_gate && o.t.self_imitation == 0)
+    throw refuse("--self-imitation-gate", "reinforce.self_imitation_gate",
+                 "gates self-imitation: needs --self-imitation N > 0");
   learner::check_train_options(o.t);  // flags and curriculum merged: before any work
   if (o.t.real_episodes > 0 && n_graphs > learner::doppler_learner_max_problems)
     throw error(errc::bad_argument, "", "--graph",
@@ -172,7 +179,7 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
                     " graphs; " + std::to_string(n_graphs) + " were given");
   if (o.teacher_budget < 1) throw error(errc::bad_argument, "", "--teacher-budget", "must be >= 1");
   if (o.teacher_symmetry && o.teacher == "cp")
-    throw error(errc::bad_argument, "", "--teacher-symmetry",
+    throw refuse("--teacher-symmetry", "imitation.teacher_symmetry",
                 "relabels a placement teacher's parts; cp's rule has no placement (its ties already accept any "
                 "of equal ops)");
   if (o.p.hint_budget < 1) throw error(errc::bad_argument, "", "--hint-budget", "must be >= 1");
@@ -206,20 +213,30 @@ void finish_train_flags(train_flags& o, const CLI::App& cmd, std::size_t n_graph
   }
   o.p.seed = o.t.seed;
   o.p.hint_model = o.t.sim.model;
-  o.p.kind = learner::parse_policy_kind(o.kind);
-  o.p.ablation = learner::parse_policy_ablation(o.ablation);
+  try {
+    o.p.kind = learner::parse_policy_kind(o.kind);
+  } catch (const error& e) {
+    throw refuse("--policy-kind", "policy.kind", e.reason());
+  }
+  try {
+    o.p.ablation = learner::parse_policy_ablation(o.ablation);
+  } catch (const error& e) {
+    throw refuse("--ablation", "policy.ablation", e.reason());
+  }
+  if (!o.p.hint.empty() && o.p.hint != "auto" && !is_placer(o.p.hint))
+    throw refuse("--hint", "policy.hint", "unknown placer '" + o.p.hint + "' (auto or a placer: doppler place --help)");
   if (o.p.ablation != learner::policy_ablation::none && o.p.kind != learner::policy_kind::dual)
-    throw error(errc::bad_argument, "", "--ablation",
+    throw refuse("--ablation", "policy.ablation",
                 o.ablation + " ablates a head of the dual policy; policy kind " + o.kind + " has no SEL/PLC heads");
   if (o.t.il_teacher_forcing > 0 && o.t.il_episodes > 0 && o.p.kind != learner::policy_kind::dual)
-    throw error(errc::bad_argument, "", "--il-teacher-forcing",
+    throw refuse("--il-teacher-forcing", "imitation.teacher_forcing",
                 "follows the teacher with SEL's and PLC's heads; policy kind " + o.kind + " has no such heads (dual only)");
   if (o.p.dynamic_sel && !o.p.has_sel_head())
-    throw error(errc::bad_argument, "", "--dynamic-sel",
+    throw refuse("--dynamic-sel", "policy.dynamic_sel",
                 "feeds SEL's head; policy kind " + o.kind + (o.p.kind == learner::policy_kind::dual ? " with --ablation plc-only" : "") +
                     " has none (dual, without plc-only)");
   if (o.p.active_search > 0 && o.p.kind != learner::policy_kind::dual)
-    throw error(errc::bad_argument, "", "--active-search",
+    throw refuse("--active-search", "policy.active_search",
                 "offsets SEL's and PLC's logits; policy kind " + o.kind + " has no such heads (dual only)");
 }
 
@@ -265,12 +282,26 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
   }
 }
 
+namespace {
+/// FNV-1a of a file's bytes (the teacher placement a --resume must find unchanged).
+std::string file_digest(const std::string& path) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : read_file(path)) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+}  // namespace
+
 nlohmann::json train_settings(const train_flags& o, const std::vector<learner::problem>& problems) {
   const auto& t = o.t;
   std::vector<std::string> fps;
   for (const auto& q : problems) fps.push_back(fmt::format("{:016x}", q.fingerprint()));
   return {{"--graph/--cluster/--costs (fingerprints)", fps}, {"--model", o.model},
-          {"--transfers", o.transfers}, {"--teacher", o.teacher}, {"--teacher-budget", o.teacher_budget},
+          {"--transfers", o.transfers}, {"--teacher", o.teacher},
+          {"--teacher (the file's content, FNV-1a)", teacher_is_file(o.teacher) ? file_digest(o.teacher) : ""},
+          {"--teacher-budget", o.teacher_budget},
           {"--teacher-symmetry", o.teacher_symmetry},
           {"--il-episodes", t.il_episodes}, {"--rl-episodes", t.rl_episodes}, {"--batch", t.batch},
           {"--il-lr", t.il_lr}, {"--il-teacher-forcing", t.il_teacher_forcing}, {"--rl-lr", t.rl_lr}, {"lr_final", t.lr_final},

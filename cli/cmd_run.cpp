@@ -10,6 +10,7 @@
 #include <doppler/actors/engine.hpp>
 #include <doppler/actors/online.hpp>
 #include <doppler/comm/multicast.hpp>
+#include <doppler/comm/planner.hpp>
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/cost_model.hpp>
 #include <doppler/runtime/cpu_kernels.hpp>
@@ -450,6 +451,22 @@ void add_run_commands(CLI::App& app) {
                    {f->costs_file, "--costs"}});  // not --policy: --save-policy may update it in place
     if (cmd->count("--explore") > 0 && !f->online)
       throw error(errc::bad_argument, "", "--explore", "the exploration budget needs --online");
+    // Values the engine would refuse without naming the flag, named here.
+    if (f->scheduler != "stealing" && f->scheduler != "sharing")
+      throw error(errc::bad_argument, "", "--scheduler", "unknown scheduler '" + f->scheduler + "' (stealing, sharing)");
+    const auto methods = comm::method_names();
+    for (const auto& [flag, m] : {std::pair<const char*, const std::string&>{"--plan-method", f->plan_method},
+                                  {"--refine", f->refine}})
+      if (!m.empty() && std::find(methods.begin(), methods.end(), m) == methods.end())
+        throw error(errc::bad_argument, "", flag,
+                    "unknown comm planner method '" + m + "' (" + fmt::format("{}", fmt::join(methods, ", ")) + ")");
+    for (const char* flag : {"--tls-cert", "--tls-key", "--tls-ca"})
+      if (cmd->count(flag) > 0 && f->workers.empty())
+        throw error(errc::bad_argument, "", flag, "TLS secures the connections to --workers; no --workers given");
+    // Planned transfers' options do nothing with direct transfers: said, as train says its own.
+    if (f->transfers != "planned")
+      for (const char* flag : {"--plan-method", "--refine", "--chunk-bytes", "--max-chunks"})
+        if (cmd->count(flag) > 0) std::cerr << "doppler run: note: " << flag << " has no effect without --transfers planned\n";
     run_command(*f);
   });
   add_calibrate_command(app);

@@ -179,6 +179,12 @@ train_result train(policy& pol, std::span<const problem* const> pbs, const train
     const problem& q = *pbs[k];
     cp_of[k] = cp_place(q.g(), q.c(), q.cm(), 0, nullptr, q.respect_memory());
     res.per_problem[k].cp_makespan = score(q, cp_of[k], opt.sim);
+    // Every makespan is reported, and with several problems learned, in units of cp's: a graph that
+    // takes no time (only inputs, zero-cost ops) has nothing to learn and would make them NaN.
+    if (!(res.per_problem[k].cp_makespan > 0) || !std::isfinite(res.per_problem[k].cp_makespan))
+      throw error(errc::bad_value, "", "",
+                  "learner: graph '" + q.g().name() + "' (problem " + std::to_string(k + 1) +
+                      ") takes no time under cp's placement: nothing to train on (its ops have no cost)");
     if (resuming) {
       res.per_problem[k].initial_greedy_makespan = st.initial_greedy[k];
       continue;

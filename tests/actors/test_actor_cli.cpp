@@ -128,6 +128,19 @@ TEST_CASE("doppler run: a placement file is used as given and bad input fails na
   CHECK(missing.code != 0);
   CHECK(missing.out.find("missing.json") != std::string::npos);
   CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 0").code == 2);
+  // Values the engine checks are named by their flag; planned transfers' options without them are said.
+  for (const auto& [args, flag] : {std::pair<const char*, const char*>{"--scheduler foo", "--scheduler"},
+                                   {"--transfers planned --plan-method foo", "--plan-method"},
+                                   {"--transfers planned --refine foo", "--refine"},
+                                   {"--tls-cert x.pem", "--tls-cert"}}) {
+    auto s = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 1 " + args);
+    CAPTURE(s.out);
+    CHECK(s.code == 2);
+    CHECK(s.out.find(std::string(flag) + ": bad argument") != std::string::npos);
+  }
+  auto noted = sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 1 --refine milp");
+  CHECK(noted.code == 0);
+  CHECK(noted.out.find("note: --refine has no effect without --transfers planned") != std::string::npos);
   // --straggler: a slowed device runs; an unknown device or a factor below 1 names the flag.
   CHECK(sh(cli + " run --graph " + (t / "g.json") + " --cluster cpu:2 --repeat 1 --straggler cpu1:2").code == 0);
   for (const char* bad : {"cpu7:2", "cpu0:0.5", "cpu0"}) {

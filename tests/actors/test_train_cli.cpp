@@ -327,6 +327,10 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
       {"--csv " + (t / "p.pt.resume") + ok, "(OUTPUT.resume): bad argument: is also --csv's file"},
       {"--svg " + (t / "g.json") + ok, "--svg: bad argument: is the --graph input"},
       {"--csv ''" + ok, "--csv: bad argument: is empty"},
+      {"--policy-kind placeto --algorithm ppo" + ok, "--algorithm: bad argument: PPO updates the dual and joint"},
+      {"--policy-kind foo" + ok, "--policy-kind: bad argument"},
+      {"--ablation foo" + ok, "--ablation: bad argument"},
+      {"--hint foo" + ok, "--hint: bad argument: unknown placer 'foo'"},
   };
   for (const auto& [flags, expected] : cases) {
     CAPTURE(flags);
@@ -347,6 +351,13 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
   {
     std::ofstream(t / "teach.json") << R"({"format": "doppler-curriculum/1", "imitation": {"teacher": "nonexist"}})";
   }
+  // A setting from the file that clashes with a flag: the file's field is named, not a flag never given.
+  {
+    std::ofstream(t / "abl.json") << R"({"format": "doppler-curriculum/1", "policy": {"ablation": "sel-only"}})";
+  }
+  auto abl = check_refused(base + "--config " + (t / "abl.json") + " --policy-kind joint" + ok, "policy.ablation");
+  CHECK(abl.out.find("abl.json") != std::string::npos);
+  CHECK(abl.out.find("--ablation") == std::string::npos);
   auto teach = check_refused(base + "--config " + (t / "teach.json") + ok, "imitation.teacher");
   CHECK(teach.out.find("teach.json") != std::string::npos);
   CHECK(teach.out.find("--teacher") == std::string::npos);
@@ -356,6 +367,14 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
   }
   REQUIRE(sh(cli + " validate " + (t / "empty.json")).code == 0);  // a valid graph ...
   check_refused(cli + " train --graph " + (t / "empty.json") + " --cluster cpu:2" + ok, "no ops");  // ... to train on
+  // Nor does a graph whose ops cost nothing (cp's makespan 0: every report would be NaN), alone or
+  // beside another graph.
+  {
+    std::ofstream(t / "free.json") << R"({"format": "doppler-graph/1", "name": "free", "ops": [
+        {"id": "x", "kind": "input", "shape": [4]}]})";
+  }
+  for (const std::string& graphs : {" --graph " + (t / "free.json"), " --graph " + (t / "g.json") + " --graph " + (t / "free.json")})
+    check_refused(cli + " train" + graphs + " --cluster cpu:2 --hidden 16 --steps 2 --episodes 2" + ok, "takes no time");
   // A flag that cannot act in this run is said (PPO's epochs without PPO), and the run goes on.
   auto note = sh(base + "--ppo-epochs 3 --real-batch 2" + ok);
   CAPTURE(note.out);
@@ -473,6 +492,16 @@ TEST_CASE("doppler train --resume: stopped by SIGTERM, resumed, the same trainin
     check_refused(base + "--hint-budget 5 --resume -o " + (t / "old.pt"), "state has hint_budget 20000");
     // --init names the policy the training started from: another one is refused, not ignored.
     check_refused(base + "--init " + (t / "other.pt") + " --resume -o " + (t / "old.pt"), "--init");
+    // A teacher placement file that changed since the state was written is refused, not imitated.
+    REQUIRE(sh(cli + " place --graph " + g + " --cluster doppler-paper:4 --method heft -o " + (t / "tp.json")).code == 0);
+    doc["settings"]["--teacher"] = t / "tp.json";
+    doc["settings"]["--teacher (the file's content, FNV-1a)"] = "0123456789abcdef";  // another file's
+    const auto teacher_state = nlohmann::json::to_cbor(doc);
+    {
+      std::ofstream out(t / "tf.pt.resume", std::ios::binary);
+      out.write(reinterpret_cast<const char*>(teacher_state.data()), static_cast<std::streamsize>(teacher_state.size()));
+    }
+    check_refused(base + "--teacher " + (t / "tp.json") + " --resume -o " + (t / "tf.pt"), "the file's content");
   }
   auto resumed = sh(run + " --resume");
   CAPTURE(resumed.out);

@@ -348,8 +348,8 @@ TEST_CASE("cli: -o writes through a symlink and into a FIFO instead of replacing
 
   fs::create_directories(d.path / "adir");
   r = run(d, "cluster p100x4 -o adir");
-  CHECK(r.rc == 1);
-  CHECK(r.err.find("adir") != std::string::npos);
+  CHECK(r.rc == 2);  // refused before anything is written (check_outputs)
+  CHECK(r.err.find("adir: --output: bad argument: is a directory") != std::string::npos);
   CHECK(fs::is_directory(d.path / "adir"));
 }
 
@@ -438,6 +438,14 @@ TEST_CASE("cli: bad graph files get one clean line naming the file") {
       if (f.ends_with(".txt")) CHECK(r.err.find("line ") != std::string::npos);
       else CHECK(r.err.find("non-negative integer") == std::string::npos);
     }
+  }
+  // Several files: each bad one on its own line, then the count naming the first.
+  {
+    auto many = run(d, "validate array.json null.json");
+    CHECK(many.rc == 2);
+    CHECK(many.err.find("bad array.json") != std::string::npos);
+    CHECK(many.err.find("bad null.json") != std::string::npos);
+    CHECK(many.err.find("2 of 2 files are invalid (the first: array.json)") != std::string::npos);
   }
   CHECK(run(d, "validate fmtnum.json").err.find("must be a string") != std::string::npos);
   CHECK(run(d, "validate fmtnum.json").err.find("\"name\"") == std::string::npos);
