@@ -79,14 +79,18 @@ std::function<void(const learner::train_row&)> progress(int total, double cp) {
     if (r.phase != *phase) *avg = -1;
     *phase = r.phase;
     *avg = *avg < 0 ? r.makespan : 0.95 * *avg + 0.05 * r.makespan;
-    const bool tick = r.episode == total || (total >= 10 && r.episode % (total / 10) == 0);
+    // A line each time the episode count passes a tenth of the total (at most 10 lines, any total).
+    const bool tick = r.episode == total ||
+                      (total > 0 && static_cast<long long>(r.episode) * 10 / total >
+                                        static_cast<long long>(r.episode - 1) * 10 / total);
     if (!tty && !tick) return;
     double f = total ? static_cast<double>(r.episode) / total : 1.0;
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int w = 24, filled = static_cast<int>(f * w);
     // Measured (phase III) makespans are not comparable with the simulated cp.
     std::string vs = cp > 0 && r.phase != "real" ? fmt::format(" ({:.3f}x cp)", r.best / cp) : "";
-    std::cerr << fmt::format("{}{:<4} [{}{}] {}/{} best {:.4g} avg {:.4g}{} {:.1f}s{}", tty ? "\r" : "", r.phase,
+    // On a terminal: back to the line's start and clear it (a shorter line left the last one's tail).
+    std::cerr << fmt::format("{}{:<4} [{}{}] {}/{} best {:.4g} avg {:.4g}{} {:.1f}s{}", tty ? "\r\x1b[K" : "", r.phase,
                              std::string(filled, '#'), std::string(w - filled, '.'), r.episode, total, r.best,
                              *avg, vs, s, tty && r.episode != total ? "" : "\n")
               << std::flush;
