@@ -24,7 +24,7 @@ void add_cluster_commands(CLI::App& app) {
   cmd->add_option("-o,--output", o->out, "Output file (default: stdout)");
   cmd->add_flag("--list", o->list, "List the presets (the default without a preset)");
   cmd->callback([o, cmd] {
-    check_outputs(*cmd, {{o->out, "--output"}}, {{o->spec, "preset"}});
+    check_outputs(*cmd, {{o->out, "--output", true}}, {{o->spec, "preset"}});
     if (o->list || o->spec.empty()) {
       std::cout << "cluster presets:\n";
       for (auto& [name, what] : preset_catalog()) std::cout << fmt::format("  {:<18} {}\n", name, what);

@@ -563,7 +563,7 @@ void add_place_learned(CLI::App& app) {
   cmd->add_option("--model", o->model, "Simulator model for the reported makespan: simple or wc")->capture_default_str();
   cmd->add_option("--costs", o->costs, "Cost table (doppler-costs/1); default: built-in efficiencies");
   cmd->callback([o, cmd] {
-    check_outputs(*cmd, {{o->out, "--output"}},
+    check_outputs(*cmd, {{o->out, "--output", true}},
                   {{o->graph, "--graph"}, {o->cluster, "--cluster"}, {o->policy, "--policy"}, {o->costs, "--costs"}});
     sim_options so;
     so.model = parse_model(o->model);  // before the placement is written, not after

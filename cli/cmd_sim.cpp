@@ -275,7 +275,7 @@ void add_sim_commands(CLI::App& app) {
       auto inputs = sim_inputs(o->f);
       inputs.push_back({o->policy, "--policy"});
       inputs.push_back({o->start, "--start"});
-      check_outputs(*cmd, {{o->out, "--output"}}, inputs);
+      check_outputs(*cmd, {{o->out, "--output", true}}, inputs);
       const bool learned = o->method == "doppler";
       if (learned && o->policy.empty())
         throw error(errc::bad_argument, "", "--policy", "--method doppler needs a trained policy (doppler train -o policy.pt)");

@@ -44,11 +44,13 @@ void check_output_given(const CLI::App& cmd, const std::string& out);
 struct file_arg {
   std::string path;
   std::string flag;
+  bool stdout_ok = false;  ///< an output that may be "-" (stdout): the command's report then goes to stderr
 };
 /// Every output of a command checked before its work: an output flag given an empty value
-/// (`--csv ''`) is refused, each path passes check_output_path, no two outputs are the same file
-/// (the later write would replace the earlier one), and no output is one of the command's existing
-/// input files (writing it would destroy the input). "" (not given) and "-" (stdout) pass the last two.
+/// (`--csv ''`) is refused, "-" is refused where the output is not `stdout_ok` (the report on stdout
+/// would mix with it), each path passes check_output_path, no two outputs are the same file (the
+/// later write would replace the earlier one), and no output is one of the command's existing input
+/// files (writing it would destroy the input). "" (not given) and "-" pass the last two.
 /// Errors are errc::bad_argument naming the flags.
 void check_outputs(const CLI::App& cmd, const std::vector<file_arg>& outputs, const std::vector<file_arg>& inputs = {});
 /// `flag` once per path of a repeatable input option (the --graph list).

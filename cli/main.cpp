@@ -46,6 +46,13 @@ int main(int argc, char** argv) {
               << "; see doppler --help)\n";
     return 2;
   }
+  // An option before any command: doppler's own are --help and --version (CLI11 would only say a
+  // subcommand is required).
+  if (word.size() > 1 && word[0] == '-' && word != "-h" && word != "--help" && word != "--version") {
+    std::cerr << "doppler: unknown option '" << doppler::excerpt(word) << "' before the command (doppler COMMAND "
+              << "[OPTIONS]; see doppler --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -53,6 +53,9 @@ void check_outputs(const CLI::App& cmd, const std::vector<file_arg>& outputs, co
       if (opt && opt->count() > 0) throw error(errc::bad_argument, "", o.flag, "is empty: give a file name");
       continue;
     }
+    if (o.path == "-" && !o.stdout_ok)
+      throw error(errc::bad_argument, "", o.flag,
+                  "'-' (stdout) is not an output here: the command's report goes to stdout; give a file name");
     check_output_path(o.path, o.flag.c_str());
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {

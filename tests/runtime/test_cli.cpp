@@ -553,6 +553,10 @@ TEST_CASE("cli: non-finite times, unknown commands, compare --methods none, cali
   r = run(d, "nosuch");
   CHECK(r.rc == 2);
   CHECK(r.err.find("'nosuch'") != std::string::npos);
+  r = run(d, "--foo");  // an option before the command is named, not "a subcommand is required"
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("unknown option '--foo'") != std::string::npos);
+  CHECK(run(d, "--version").rc == 0);
   r = run(d, "compare --graph tiny.json --cluster p100x4 --methods none");
   CHECK(r.rc == 2);
   CHECK(r.err.find("unknown") == std::string::npos);
@@ -620,6 +624,10 @@ TEST_CASE("cli: outputs are checked before the work: not an input, not another o
       {"plan-comm --method greedy -o out.json --trace missing/t.json", "directory 'missing' does not exist"},
       {"plan-comm --method greedy -o out.x --msccl out.x", "is also --msccl's file"},
       {"compare-comm --methods greedy --csv ok.csv --svg ok.csv", "is also --svg's file"},
+      // stdout carries these commands' reports: an output there would be mixed into them
+      {"simulate --graph g.json --trace -", "--trace: bad argument: '-' (stdout) is not an output here"},
+      {"compare --graph g.json --methods cp --seeds 1 --csv -", "--csv: bad argument: '-' (stdout)"},
+      {"plan-comm --method greedy -o -", "--output: bad argument: '-' (stdout)"},
   };
   if (has_run_command(d))  // calibrate comes with the actor runtime
     cases.insert(cases.end(), {{"calibrate --rounds 1 --graph g.json -o g.json", "is the --graph input"},
