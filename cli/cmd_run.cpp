@@ -171,12 +171,14 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
                              " run  explored  makespan (s)  best so far (s)  latest greedy (s)  placement\n",
                              l.name(), 100 * f.explore);
   nlohmann::json failovers = nlohmann::json::array();  // as `run --failover` reports them, with the run
+  int updates = 0;  // observations that completed an update of the learner's parameters
   for (int k = 0; k < f.repeat; ++k) {
     online_step s = ol.step();
+    updates += s.update.updated ? 1 : 0;
     for (const auto& why : s.failovers) failovers.push_back({{"run", s.run}, {"failover", why}});
     if (f.json) {
       runs.push_back({{"run", s.run}, {"explored", s.explored}, {"makespan_s", s.makespan}, {"best_s", s.best},
-                      {"greedy_s", s.greedy}, {"method", s.used.method}});
+                      {"greedy_s", s.greedy}, {"method", s.used.method}, {"updated", s.update.updated}});
       continue;
     }
     std::cout << fmt::format("{:4d}  {:<8}  {:12.6f}  {:15.6f}  {:17.6f}  {}\n", s.run, s.explored ? "yes" : "no",
@@ -188,7 +190,7 @@ void online_command(const run_flags& f, engine& e, learner_client& l, std::share
   if (f.json) {
     std::cout << nlohmann::json{{"graph", graph_label(f.graph_file)}, {"cluster", e.cluster_model().name()}, {"learner", l.name()},
                                 {"explore", f.explore}, {"runs", runs}, {"explored", ol.explored()},
-                                {"best_s", ol.best_makespan()}, {"final_greedy_simulated_s", final_sim},
+                                {"updates", updates}, {"best_s", ol.best_makespan()}, {"final_greedy_simulated_s", final_sim},
                                 {"failovers", failovers}}
                      .dump()
               << "\n";

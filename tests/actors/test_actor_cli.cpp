@@ -168,20 +168,23 @@ TEST_CASE("doppler run --timeout: the run fails naming the op, and the process d
 
 TEST_CASE("doppler run: an op that fails while another device runs a kernel ends the process at once") {
   temp_dir t;
-  // gpu1's synthetic op needs a 40 GB output the host cannot give; gpu0 meanwhile multiplies 3072^2
-  // matrices (a second of kernel). The failure is reported without unwinding to the engine's
-  // destructor, which would wait for the matmul.
+  // gpu1's synthetic op needs a 40 GB output the host cannot give; gpu0 meanwhile multiplies 6144^2
+  // matrices (several seconds of kernel). The failure is reported without unwinding to the engine's
+  // destructor, which would wait for the matmul: the process ends long before the matmul could.
   std::ofstream(t / "g.json") << R"({"format": "doppler-graph/1", "name": "mix", "ops": [
-    {"id": "a", "kind": "input", "shape": [3072, 3072]}, {"id": "b", "kind": "input", "shape": [3072, 3072]},
-    {"id": "p", "kind": "matmul", "inputs": ["a", "b"], "shape": [3072, 3072]},
+    {"id": "a", "kind": "input", "shape": [6144, 6144]}, {"id": "b", "kind": "input", "shape": [6144, 6144]},
+    {"id": "p", "kind": "matmul", "inputs": ["a", "b"], "shape": [6144, 6144]},
     {"id": "c", "kind": "input", "shape": [32, 32]},
     {"id": "s", "kind": "synthetic", "inputs": ["c"], "flops": 1e6, "bytes": 4e10}]})";
   std::ofstream(t / "p.json") << R"({"format": "doppler-placement/1",
     "assignment": {"a": "gpu0", "b": "gpu0", "p": "gpu0", "c": "gpu1", "s": "gpu1"}})";
+  const auto t0 = std::chrono::steady_clock::now();
   auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster dgx-h100 --placement " + (t / "p.json") +
               " --warmup 0 --repeat 1");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CAPTURE(r.out);
   CHECK(r.code == 1);
+  CHECK(took < 3.0);  // 4.6e11 FLOPs of matmul: 5-10 s on one core of these machines
   CHECK(r.out.find("op 's'") != std::string::npos);
   CHECK(r.out.find("exiting without waiting for kernels still running") != std::string::npos);
 }
@@ -421,6 +424,10 @@ TEST_CASE("doppler run --learner doppler: forwarded to doppler-learn, online run
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["learner"] == "doppler");
   CHECK(j["explored"] == 3);
+  CHECK(j["updates"] == 3);  // each explored run's observation made one REINFORCE step (online batch 1)
+  int updated_rows = 0;
+  for (const auto& row : j["runs"]) updated_rows += row["updated"].get<bool>() ? 1 : 0;
+  CHECK(updated_rows == 3);
   CHECK(fs::exists(t / "p2.pt"));
   // `place --method doppler --policy` places with the policy, as place-learned does.
   REQUIRE(sh(cli + " place-learned --graph " + (t / "g.json") + " --cluster cpu:4 --policy " + (t / "p.pt") +

@@ -114,7 +114,8 @@ TEST_CASE("a device actor killed mid-run ends the run naming the device, and the
   MESSAGE(what);
   CHECK(what.find("died") != std::string::npos);
   CHECK(what.find("cpu1") != std::string::npos);
-  if (dev) CHECK(*dev == 1);
+  REQUIRE(dev);  // the failure names its device
+  CHECK(*dev == 1);
   CHECK(seconds_since(t0) < 5.0);
   CHECK(e.bytes_held() == 0);
   // device 1 was respawned: a full run now succeeds and matches the reference

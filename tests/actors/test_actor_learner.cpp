@@ -74,6 +74,7 @@ struct bandit_learner final : learner_interface {
   std::vector<double> sum;
   std::vector<int> n;
   std::vector<int> greedy_arms;  // arm handed out by each greedy place()
+  std::vector<double> observed;  // every makespan observe() was told, in order
   std::string_view name() const noexcept override { return "test-bandit"; }
   void init(const graph& g, const cluster& c) {
     if (!arms.empty()) return;
@@ -98,6 +99,7 @@ struct bandit_learner final : learner_interface {
   }
   void observe(const graph& g, const cluster& c, const placement& p, double ms) override {
     init(g, c);
+    observed.push_back(ms);
     for (std::size_t a = 0; a < arms.size(); ++a)
       if (same_placement(arms[a], p)) {
         sum[a] += ms;
@@ -231,8 +233,9 @@ TEST_CASE("online learning with a bandit ends on a placement no worse than its f
   engine e(make_preset("cpu:4"));
   auto bandit = std::make_shared<bandit_learner>();
   online_learning ol(e, e.spawn_learner(bandit), g, online_options{}.with_explore(0.5).with_seed(3));
-  auto first = ol.step();
-  for (int k = 0; k < 11; ++k) ol.step();
+  std::vector<online_step> steps{ol.step()};
+  const online_step first = steps.front();  // a copy: the vector grows
+  for (int k = 0; k < 11; ++k) steps.push_back(ol.step());
   CHECK(ol.explored() == 6);
   int first_arm = -1;
   for (std::size_t a = 0; a < bandit->arms.size(); ++a)
@@ -243,9 +246,15 @@ TEST_CASE("online learning with a bandit ends on a placement no worse than its f
   REQUIRE(first_arm >= 0);
   int best = bandit->best_arm();
   CHECK(bandit->sum[best] / bandit->n[best] <= bandit->sum[first_arm] / bandit->n[first_arm]);
-  placement final_p = ol.learner().place(g);
+  placement final_p = ol.learner().place(g);  // answered after every observe before it
   CHECK(final_p.device == bandit->arms[best].device);
   CHECK(ol.best_makespan() <= first.makespan);
+  // The learner was told each run's own measured makespan, in order (not a constant, not another run's).
+  REQUIRE(bandit->observed.size() == steps.size());
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    CAPTURE(k);
+    CHECK(bandit->observed[k] == steps[k].makespan);
+  }
 }
 
 TEST_CASE("the cp and heft learners place like their placers, ignore observations, and round-trip their state") {

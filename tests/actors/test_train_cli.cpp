@@ -243,10 +243,13 @@ TEST_CASE("doppler train without --graph --cluster or -o trains on the generated
 
 TEST_CASE("doppler train pins the CPU kernels where the CPU has AVX2 so every such machine trains the same policy") {
   if (!shell::have_learner()) return;
-  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("ATEN_CPU_CAPABILITY") || std::getenv("DOPPLER_NATIVE_KERNELS"))
-    return;  // the caller chose kernels: the defaults are not what runs
   temp_dir t;
-  const std::string train = cli + " train --cluster cpu:2 --il-episodes 4 --rl-episodes 24 --batch 4 --hidden 16 --steps 2 --seed 3 -o ";
+  // The caller's own kernel choice (this machine's environment may set OPENBLAS_CORETYPE) is removed:
+  // the defaults are what this case tests; `with(VARS)` runs train with only VARS set.
+  const std::string clean = "env -u OPENBLAS_CORETYPE -u ATEN_CPU_CAPABILITY -u DOPPLER_NATIVE_KERNELS ";
+  const std::string args = " train --cluster cpu:2 --il-episodes 4 --rl-episodes 24 --batch 4 --hidden 16 --steps 2 --seed 3 -o ";
+  auto with = [&](const std::string& vars) { return clean + vars + " " + cli + args; };
+  const std::string train = with("");
   auto plain = sh(train + (t / "a.pt"));
   CAPTURE(plain.out);
   REQUIRE(plain.code == 0);
@@ -256,7 +259,7 @@ TEST_CASE("doppler train pins the CPU kernels where the CPU has AVX2 so every su
   const bool avx2 = false;
 #endif
   // The kernels OpenBLAS picks by itself here, as `doppler --version` reports them: "OpenBLAS NAME)".
-  auto version = sh("DOPPLER_NATIVE_KERNELS=1 " + cli + " --version");
+  auto version = sh(clean + "DOPPLER_NATIVE_KERNELS=1 " + cli + " --version");
   REQUIRE(version.code == 0);
   const auto at = version.out.find("OpenBLAS ");
   REQUIRE(at != std::string::npos);
@@ -264,7 +267,7 @@ TEST_CASE("doppler train pins the CPU kernels where the CPU has AVX2 so every su
   CHECK(plain.out.find(avx2 ? "kernels: OpenBLAS Haswell, ATen avx2" : "kernels: OpenBLAS " + own + ", ATen native") !=
         std::string::npos);
   // The same training with the kernels named explicitly: the same numbers, line for line.
-  auto named = sh("OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 " + train + (t / "a.pt"));
+  auto named = sh(with("OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2") + (t / "a.pt"));
   REQUIRE(named.code == 0);
   if (avx2) {
     auto numbers = [](const std::string& out) {  // stdout's result lines, without timings and the path
@@ -279,12 +282,12 @@ TEST_CASE("doppler train pins the CPU kernels where the CPU has AVX2 so every su
   }
   // A kernel the user names is kept (Prescott: OpenBLAS's SSE3 kernels, on every x86-64); the
   // opt-out keeps the CPU's own.
-  auto user = sh("OPENBLAS_CORETYPE=Prescott " + train + (t / "b.pt"));
+  auto user = sh(with("OPENBLAS_CORETYPE=Prescott") + (t / "b.pt"));
   CAPTURE(user.out);
   REQUIRE(user.code == 0);
   CHECK(user.out.find(avx2 ? "kernels: OpenBLAS Prescott, ATen avx2" : "kernels: OpenBLAS Prescott, ATen native") !=
         std::string::npos);
-  auto native = sh("DOPPLER_NATIVE_KERNELS=1 " + train + (t / "c.pt"));
+  auto native = sh(with("DOPPLER_NATIVE_KERNELS=1") + (t / "c.pt"));
   REQUIRE(native.code == 0);
   CHECK(native.out.find("kernels: OpenBLAS " + own + ", ATen native") != std::string::npos);
 }

@@ -26,7 +26,7 @@ TEST_CASE("two tenants on a DGX-1: joint planning beats first-come-first-served"
   CHECK(t.jobs[0].fcfs_epochs == t.jobs[0].alone_epochs);  // the first job sees an idle network
   CHECK(t.joint.report.epochs_used <= t.fcfs.epochs);      // the network's makespan
   CHECK(t.weighted_alone <= t.weighted_joint);
-  if (have_solvers()) CHECK(t.weighted_joint <= t.weighted_fcfs);
+  if (have_solvers()) CHECK(t.weighted_joint < t.weighted_fcfs);  // beats: 8 vs 9 (docs/comm_planner.md)
 }
 
 TEST_CASE("re-planning keeps the old sends and plans only the new job") {

@@ -103,8 +103,20 @@ TEST_CASE("bsp mode waits for planned transfers at the barrier") {
   cluster c = line(4);
   fan_out f;
   auto mp = planner(c, comm::multicast_options{}.with_chunk_bytes(mb));
-  sim_result r = simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_mode(exec_mode::bsp).with_transfers(mp));
+  sim_result r =
+      simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_mode(exec_mode::bsp).with_transfers(mp).with_trace());
   CHECK(r.makespan == doctest::Approx(6.0).epsilon(1e-3));
+  // The makespan alone would not tell bsp from wc (the last chunk arrives at 6 either way): under wc
+  // b starts on gpu1 when its 4th chunk is there (4), under bsp after the level's last arrival (6).
+  sim_result wc = simulate(f.g, c, f.p, cost_model{}, sim_options{}.with_transfers(mp).with_trace());
+  auto start_of_b = [&](const sim_result& res) {
+    for (const auto& e : res.events)
+      if (e.what == trace_event::kind::op && f.g[e.id].id == "b") return e.start;
+    FAIL("no event of op b");
+    return -1.0;
+  };
+  CHECK(start_of_b(wc) == doctest::Approx(4.0).epsilon(1e-3));
+  CHECK(start_of_b(r) >= 6.0 - 1e-6);
 }
 
 TEST_CASE("planned hops are copies for host-core sharing too") {

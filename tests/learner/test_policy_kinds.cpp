@@ -70,10 +70,13 @@ TEST_CASE("joint: a few phase I and II episodes train, checkpoint round trip, th
   cost_model cm;
   problem pb(g, c, cm);
   policy pol(joint_small().with_seed(5));
+  const episode before = pol.rollout(pb, rollout_options::sample(9, 1.0, 0.0));  // under the initial weights
   train_options o;
   o.with_il(8).with_rl(8).with_batch(4).with_seed(2).with_model(sim_model::simple);
   auto r = train(pol, pb, o);
   REQUIRE(r.curve.size() == 16);
+  // The updates moved the joint network: the same episode is now more or less likely.
+  CHECK(std::abs(pol.recompute_log_prob(pb, before) - before.log_prob) > 1e-3);
   CHECK(r.curve.front().phase == "il");
   CHECK(r.curve.back().phase == "rl");
   for (const auto& row : r.curve) CHECK(std::isfinite(row.loss));
