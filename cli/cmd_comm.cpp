@@ -186,7 +186,7 @@ void add_plan_comm(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([o, cmd] {
     check_outputs(*cmd, {{o->out, "--output"}, {o->msccl, "--msccl"}, {o->trace, "--trace"}},
-                  {{o->cluster, "--cluster"}, {o->d.spec, "--demand"}, {o->warm, "--warm-start"}});
+                  {{o->cluster, "--cluster"}, {o->d.spec, "--demand"}});  // not --warm-start: re-planning in place is allowed
     check_method(o->p.method, "--method");
     check_time_limit(o->p.time_limit);
     if (o->p.max_epochs < 0)

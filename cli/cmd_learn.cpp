@@ -51,7 +51,9 @@ CLI::Validator finite_in(double lo, double hi) {
         std::size_t used = 0;
         try {
           x = std::stod(text, &used);
-        } catch (const std::out_of_range&) {  // a number, but past a double's range (1e400)
+        } catch (const std::out_of_range&) {  // a number, but past a double's range: 1e400, or 1e-400
+          if (std::fabs(std::strtod(text.c_str(), nullptr)) < 1)
+            return text + " is too small for a double (give 0)";
           return fmt::format("{} is outside [{:g}, {:g}]", text, lo, hi);
         } catch (const std::exception&) {
           used = 0;
@@ -332,10 +334,13 @@ void add_train(CLI::App& app) {
                                             : learner::policy::load(o->init);
     apply_init_flags(pol, *o, *cmd);
     // Before phase I, not at phase II's first update (the policy's kind may come from --init's file).
-    if (o->t.ppo && learner::is_baseline(pol.options().kind))
-      throw error(errc::bad_argument, "", "--algorithm",
-                  "PPO updates the dual and joint policies only; this policy is " +
-                      learner::policy_kind_name(pol.options().kind) + " (use reinforce)");
+    if (o->t.ppo && learner::is_baseline(pol.options().kind)) {
+      const std::string why = "PPO updates the dual and joint policies only; this policy is " +
+                              learner::policy_kind_name(pol.options().kind) + " (use reinforce)";
+      if (cmd->count("--algorithm") == 0 && !o->config.empty())  // the file asked for PPO
+        throw error(errc::bad_argument, o->config, "reinforce.algorithm", why);
+      throw error(errc::bad_argument, "", "--algorithm", why);
+    }
     std::shared_ptr<comm::multicast_planner> planner;
     if (o->transfers == "planned") {
       if (o->t.sim.model != sim_model::wc)

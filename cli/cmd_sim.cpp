@@ -273,8 +273,7 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("-o,--output", o->out, "Output placement file ('-' for stdout)")->capture_default_str();
     cmd->callback([o, cmd] {
       auto inputs = sim_inputs(o->f);
-      inputs.push_back({o->policy, "--policy"});
-      inputs.push_back({o->start, "--start"});
+      inputs.push_back({o->policy, "--policy"});  // not --start: refining a placement in place is allowed
       check_outputs(*cmd, {{o->out, "--output", true}}, inputs);
       const bool learned = o->method == "doppler";
       if (learned && o->policy.empty())

@@ -310,8 +310,7 @@ std::string turn_refusal(device_pointer self, std::uint64_t engine, bool own_run
   const auto now = now_ns();
   if (st.active && st.dispatcher && !own_run) {
     if (engine != st.last_engine) st.waiter_ns = now;
-    return "device busy: it is serving run " + std::to_string(st.run) +
-           " of another engine (a worker serves one run at a time)";
+    return "device busy: it is serving a run of another engine (a worker serves one run at a time)";
   }
   if (engine == st.last_engine && st.waiter_ns != 0 && now - st.waiter_ns < turn_window_ns &&
       now - st.turn_ns >= turn_quantum_ns)

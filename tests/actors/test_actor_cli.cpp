@@ -4,6 +4,7 @@
 #include "../temp_dir.hpp"
 #include "shell.hpp"
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -168,25 +169,35 @@ TEST_CASE("doppler run --timeout: the run fails naming the op, and the process d
 
 TEST_CASE("doppler run: an op that fails while another device runs a kernel ends the process at once") {
   temp_dir t;
-  // gpu1's synthetic op needs a 40 GB output the host cannot give; gpu0 meanwhile multiplies 6144^2
-  // matrices (several seconds of kernel). The failure is reported without unwinding to the engine's
-  // destructor, which would wait for the matmul: the process ends long before the matmul could.
+  // gpu0 multiplies 6144^2 matrices (4.6e11 FLOPs: several seconds on one core). gpu1 first runs a
+  // synthetic op of about a second, so the matmul is under way, then one whose output (1.5x this
+  // host's memory) the host cannot give: it fails. The failure is reported without unwinding to the
+  // engine's destructor, which would wait for the matmul.
+  const double ram = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  REQUIRE(ram > 0);
+  std::ofstream(t / "c.json") << R"({"format": "doppler-cluster/1", "name": "two", "devices": [
+    {"id": "gpu0", "kind": "gpu", "flops": 1e13, "memory": 1e14}, {"id": "gpu1", "kind": "gpu", "flops": 1e13, "memory": 1e14}],
+    "links": [{"src": "gpu0", "dst": "gpu1", "bandwidth": 1e10, "duplex": true}]})";
   std::ofstream(t / "g.json") << R"({"format": "doppler-graph/1", "name": "mix", "ops": [
     {"id": "a", "kind": "input", "shape": [6144, 6144]}, {"id": "b", "kind": "input", "shape": [6144, 6144]},
     {"id": "p", "kind": "matmul", "inputs": ["a", "b"], "shape": [6144, 6144]},
     {"id": "c", "kind": "input", "shape": [32, 32]},
-    {"id": "s", "kind": "synthetic", "inputs": ["c"], "flops": 1e6, "bytes": 4e10}]})";
+    {"id": "w", "kind": "synthetic", "inputs": ["c"], "flops": 3e10, "bytes": 64},
+    {"id": "s", "kind": "synthetic", "inputs": ["w"], "flops": 1e6, "bytes": )"
+                           << std::to_string(static_cast<long long>(1.5 * ram)) << "}]}";
   std::ofstream(t / "p.json") << R"({"format": "doppler-placement/1",
-    "assignment": {"a": "gpu0", "b": "gpu0", "p": "gpu0", "c": "gpu1", "s": "gpu1"}})";
+    "assignment": {"a": "gpu0", "b": "gpu0", "p": "gpu0", "c": "gpu1", "w": "gpu1", "s": "gpu1"}})";
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster dgx-h100 --placement " + (t / "p.json") +
-              " --warmup 0 --repeat 1");
+  auto r = sh(cli + " run --graph " + (t / "g.json") + " --cluster " + (t / "c.json") + " --placement " +
+              (t / "p.json") + " --warmup 0 --repeat 1");
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CAPTURE(r.out);
   CHECK(r.code == 1);
-  CHECK(took < 3.0);  // 4.6e11 FLOPs of matmul: 5-10 s on one core of these machines
   CHECK(r.out.find("op 's'") != std::string::npos);
+  CHECK(r.out.find("does not fit in this host's memory") != std::string::npos);
   CHECK(r.out.find("exiting without waiting for kernels still running") != std::string::npos);
+  // about 1 s (the synthetic op); waiting for the matmul would take 5-10 s more
+  CHECK(took < 4.0);
 }
 
 TEST_CASE("doppler run --workers and doppler worker reject bad arguments") {

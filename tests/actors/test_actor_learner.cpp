@@ -280,10 +280,10 @@ TEST_CASE("the cp and heft learners place like their placers, ignore observation
         l->load(file);
         FAIL("accepted " << text);
       } catch (const error& e) {
-        CHECK(std::string(e.what()).find(file) != std::string::npos);
-        CHECK(std::string(e.what()).find(std::string(text).find("\"format\": 5") != std::string::npos ? "format"
-                                                                                                    : "learner") !=
-              std::string::npos);
+        CAPTURE(e.what());
+        CHECK(e.file() == file);
+        const bool bad_format = std::string(text).find("\"format\": 5") != std::string::npos || text[0] == '[';
+        CHECK(e.path() == (bad_format ? "format" : "learner"));
       }
     }
     std::filesystem::remove(file);

@@ -332,6 +332,7 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
       {"--csv ''" + ok, "--csv: bad argument: is empty"},
       {"--policy-kind placeto --algorithm ppo" + ok, "--algorithm: bad argument: PPO updates the dual and joint"},
       {"--policy-kind foo" + ok, "--policy-kind: bad argument"},
+      {"--entropy 1e-400" + ok, "1e-400 is too small for a double (give 0)"},
       {"--ablation foo" + ok, "--ablation: bad argument"},
       {"--hint foo" + ok, "--hint: bad argument: unknown placer 'foo'"},
   };
@@ -359,6 +360,11 @@ TEST_CASE("doppler train / place-learned: bad numbers, sizes and output paths ar
     std::ofstream(t / "abl.json") << R"({"format": "doppler-curriculum/1", "policy": {"ablation": "sel-only"}})";
   }
   auto abl = check_refused(base + "--config " + (t / "abl.json") + " --policy-kind joint" + ok, "policy.ablation");
+  {
+    std::ofstream(t / "ppo.json") << R"({"format": "doppler-curriculum/1", "reinforce": {"algorithm": "ppo"},
+                                         "policy": {"kind": "placeto"}})";
+  }
+  check_refused(base + "--config " + (t / "ppo.json") + ok, "reinforce.algorithm: bad argument: PPO updates");
   CHECK(abl.out.find("abl.json") != std::string::npos);
   CHECK(abl.out.find("--ablation") == std::string::npos);
   auto teach = check_refused(base + "--config " + (t / "teach.json") + ok, "imitation.teacher");

@@ -653,4 +653,11 @@ TEST_CASE("cli: outputs are checked before the work: not an input, not another o
   r = run(d, "place --graph g.json -o ./g.json");
   CHECK(r.rc == 2);
   CHECK(slurp(d / "g.json") == graph);
+  // Refining in place stays allowed: the start placement and the warm-start schedule are read before
+  // the result replaces them (atomically).
+  REQUIRE(run(d, "place --graph g.json --method heft -o pl.json").rc == 0);
+  r = run(d, "place --graph g.json --method search --budget 50 --start pl.json -o pl.json");
+  CHECK_MESSAGE(r.rc == 0, r.err);
+  r = run(d, "plan-comm --method greedy --warm-start s.json -o s.json");
+  CHECK_MESSAGE(r.rc == 0, r.err);
 }
