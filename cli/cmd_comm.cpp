@@ -238,6 +238,9 @@ void add_check_schedule(CLI::App& app) {
   cmd->add_option("schedule", o->schedule, "The schedule file")->required();
   cmd->add_option("--cluster", o->cluster, "Cluster file, preset, or h100-pod:N")->capture_default_str();
   add_demand_options(cmd, o->d);
+  // Not 1 MiB: a collective checked here has the schedule's own chunk size unless the flag is given.
+  o->d.chunk_bytes_option->description("Bytes per chunk, 1 to 2^40 (default: the schedule's own chunk size)");
+  o->d.chunk_bytes_option->default_str("");
   cmd->add_flag("--no-switch-copy", o->no_switch_copy, "Reject schedules where a switch multicasts");
   cmd->add_option("--trace", o->trace, "Write a Chrome trace (Perfetto) of the α-β replay: every link's sends");
   cmd->callback([o, cmd] {

@@ -335,7 +335,15 @@ std::string policy::serialize() const {
 
 policy policy::load(const std::string& path) {
   if (!std::filesystem::exists(path)) throw error(errc::io, path, "", "no such checkpoint file");
-  return deserialize(read_file(path), path);  // a directory or an endless device: an error naming path
+  std::string blob = read_file(path);  // a directory or an endless device: an error naming path
+  if (!blob.starts_with("PK")) {  // a checkpoint is LibTorch's zip archive; say what the file is instead
+    const bool state = path.ends_with(".resume");
+    throw error(errc::bad_format_tag, path, "",
+                state ? "cannot read checkpoint: this is a training's resume state, not a policy (the interrupted "
+                        "`doppler train` command with --resume continues it and writes the checkpoint)"
+                      : "cannot read checkpoint: not a LibTorch archive (the zip `doppler train -o` writes)");
+  }
+  return deserialize(blob, path);
 }
 
 policy policy::deserialize(const std::string& blob, const std::string& path) {

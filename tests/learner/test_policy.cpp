@@ -192,6 +192,13 @@ TEST_CASE("checkpoint round trip gives identical greedy placements, the doppler 
       CHECK(m.find("frame #") == std::string::npos);
     }
   }
+  // A training's resume state given as a policy is named as such.
+  {
+    const std::string state = temp_path("p.pt.resume");
+    write_file_atomic(state, std::string("\xbf\x66state", 7));  // CBOR, as train_state writes
+    CHECK_THROWS_WITH_AS((void)policy::load(state), doctest::Contains("this is a training's resume state"), error);
+    std::filesystem::remove(state);
+  }
   // Damaged tensor bytes (LibTorch's reader does not check the zip CRCs): the checksum refuses
   // them. 256 bytes of 0xff at several places; every one is refused, at least one by the checksum.
   int by_checksum = 0;

@@ -649,6 +649,10 @@ TEST_CASE("cli: outputs are checked before the work: not an input, not another o
   auto r = run(d, "check-schedule s.json --trace s.json");
   CHECK(r.rc == 2);
   CHECK(r.err.find("is the schedule input") != std::string::npos);
+  // check-schedule's --chunk-bytes defaults to the schedule's chunk size, and its help says so.
+  r = run(d, "check-schedule --help");
+  CHECK(r.out.find("default: the schedule's own chunk size") != std::string::npos);
+  CHECK(r.out.find("--chunk-bytes FLOAT=") == std::string::npos);
   // The same paths written through different spellings are one file.
   r = run(d, "place --graph g.json -o ./g.json");
   CHECK(r.rc == 2);
