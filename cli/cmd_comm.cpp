@@ -107,14 +107,6 @@ void check_time_limit(double s) {
 }
 
 /// A method name the planner knows, else an error naming `option` and listing the known ones.
-void check_method(const std::string& m, const char* option) {
-  const auto names = comm::method_names();
-  if (std::find(names.begin(), names.end(), m) != names.end()) return;
-  std::string known;
-  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  throw error(errc::bad_argument, "", option, "unknown method \"" + m + "\" (known: " + known + ")");
-}
-
 /// --methods: a comma-separated list of known methods, at least one.
 std::vector<std::string> parse_methods(const std::string& list) {
   std::vector<std::string> out;
@@ -123,7 +115,7 @@ std::vector<std::string> parse_methods(const std::string& list) {
     auto first = m.find_first_not_of(" \t"), last = m.find_last_not_of(" \t");
     m = first == std::string::npos ? "" : m.substr(first, last - first + 1);
     if (m.empty()) throw error(errc::bad_argument, "", "--methods", "\"" + list + "\" has an empty method name");
-    check_method(m, "--methods");
+    check_comm_method_flag(m, "--methods");
     out.push_back(m);
   }
   if (out.empty()) throw error(errc::bad_argument, "", "--methods", "no method given");
@@ -187,7 +179,7 @@ void add_plan_comm(CLI::App& app) {
   cmd->callback([o, cmd] {
     check_outputs(*cmd, {{o->out, "--output"}, {o->msccl, "--msccl"}, {o->trace, "--trace"}},
                   {{o->cluster, "--cluster"}, {o->d.spec, "--demand"}});  // not --warm-start: re-planning in place is allowed
-    check_method(o->p.method, "--method");
+    check_comm_method_flag(o->p.method, "--method");
     check_time_limit(o->p.time_limit);
     if (o->p.max_epochs < 0)
       throw error(errc::bad_argument, "", "--max-epochs", std::to_string(o->p.max_epochs) + " is negative (0: searched)");

@@ -272,7 +272,6 @@ void add_train(CLI::App& app) {
                   "Curriculum (doppler-curriculum/1 JSON, docs/learner.md); flags given explicitly override it");
   cmd->callback([o, cmd, cluster_opt, out_opt] {
     if (o->out == "-") throw error(errc::bad_argument, "", "--output", "a checkpoint is written to a file, not to stdout");
-    check_output_given(*cmd, o->out);
     {
       // --init is no input here: fine-tuning a checkpoint into itself (-o the --init file) is allowed.
       auto inputs = input_args(o->graphs, "--graph");

@@ -456,12 +456,8 @@ void add_run_commands(CLI::App& app) {
     // Values the engine would refuse without naming the flag, named here.
     if (f->scheduler != "stealing" && f->scheduler != "sharing")
       throw error(errc::bad_argument, "", "--scheduler", "unknown scheduler '" + f->scheduler + "' (stealing, sharing)");
-    const auto methods = comm::method_names();
-    for (const auto& [flag, m] : {std::pair<const char*, const std::string&>{"--plan-method", f->plan_method},
-                                  {"--refine", f->refine}})
-      if (!m.empty() && std::find(methods.begin(), methods.end(), m) == methods.end())
-        throw error(errc::bad_argument, "", flag,
-                    "unknown comm planner method '" + m + "' (" + fmt::format("{}", fmt::join(methods, ", ")) + ")");
+    check_comm_method_flag(f->plan_method, "--plan-method");
+    if (!f->refine.empty()) check_comm_method_flag(f->refine, "--refine");
     for (const char* flag : {"--tls-cert", "--tls-key", "--tls-ca"})
       if (cmd->count(flag) > 0 && f->workers.empty())
         throw error(errc::bad_argument, "", flag, "TLS secures the connections to --workers; no --workers given");

@@ -97,9 +97,7 @@ sim_setup load_setup(const sim_flags& f) {
       throw error(errc::bad_argument, "", "--transfers", "planned transfers need --model wc");
     check_chunk_bytes_flag(f.chunk_bytes);
     check_max_chunks_flag(f.max_chunks);
-    auto known = comm::method_names();
-    if (std::find(known.begin(), known.end(), f.plan_method) == known.end())
-      throw error(errc::bad_argument, "", "--plan-method", "unknown comm planner method '" + f.plan_method + "'");
+    check_comm_method_flag(f.plan_method, "--plan-method");
     s.so.transfers = std::make_shared<comm::multicast_planner>(
         std::make_shared<const cluster>(s.c),
         comm::multicast_options{}.with_method(f.plan_method).with_chunk_bytes(f.chunk_bytes).with_max_chunks(f.max_chunks));

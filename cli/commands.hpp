@@ -85,6 +85,9 @@ void check_streams_flag(int streams);
 /// A chunk size flag (`flag`: --chunk-bytes): 1 byte to 1 TiB, the comm planner's range
 /// (comm::min_chunk_bytes..max_chunk_bytes); errc::bad_argument naming the flag otherwise (flags.cpp).
 void check_chunk_bytes_flag(double bytes, const char* flag = "--chunk-bytes");
+/// A comm planner method (plan-comm --method, --methods; run and simulate --plan-method, --refine):
+/// one of comm::method_names(); errc::bad_argument naming the flag and the known ones otherwise.
+void check_comm_method_flag(const std::string& method, const char* flag);
 /// --max-chunks (planned transfers' most chunks per tensor): at least 1 (flags.cpp).
 void check_max_chunks_flag(std::uint32_t chunks);
 

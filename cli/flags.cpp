@@ -3,12 +3,14 @@
 #include "commands.hpp"
 
 #include <doppler/comm/network.hpp>  // the chunk size range
+#include <doppler/comm/planner.hpp>  // method_names
 #include <doppler/runtime/cluster.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/sim.hpp>  // max_streams
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -48,6 +50,14 @@ void check_chunk_bytes_flag(double bytes, const char* flag) {
     throw error(errc::bad_argument, "", flag,
                 fmt::format("{:.10g} is not a chunk size: chunks are {:.10g} to {:.10g} bytes (1 TiB)", bytes,
                             comm::min_chunk_bytes, comm::max_chunk_bytes));
+}
+
+void check_comm_method_flag(const std::string& method, const char* flag) {
+  const auto names = comm::method_names();
+  if (std::find(names.begin(), names.end(), method) != names.end()) return;
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  throw error(errc::bad_argument, "", flag, "unknown method \"" + method + "\" (known: " + known + ")");
 }
 
 void check_max_chunks_flag(std::uint32_t chunks) {

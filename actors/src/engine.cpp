@@ -34,6 +34,16 @@
 
 namespace doppler {
 
+namespace {
+/// A random nonzero 64-bit id (an engine's, and where its run ids start).
+std::uint64_t random_id() {
+  std::random_device rd;
+  std::uint64_t v = 0;
+  while (v == 0) v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return v;
+}
+}  // namespace
+
 struct engine::impl {
   engine_options opt;
   std::shared_ptr<const cluster> c;
@@ -50,12 +60,7 @@ struct engine::impl {
   /// one by this id, and a kernel left running by another engine's (killed or timed-out) run must not
   /// pass for this engine's run of the same number. Engines that all started at 1 collided on their
   /// first run: a dead coordinator's matmul finished into the next coordinator's run.
-  std::atomic<std::uint64_t> next_run{[] {
-    std::random_device rd;
-    std::uint64_t v = 0;
-    while (v == 0) v = ((static_cast<std::uint64_t>(rd()) << 32) ^ rd()) >> 1;  // room to count up
-    return v;
-  }()};
+  std::atomic<std::uint64_t> next_run{(random_id() >> 1) | 1};  // nonzero, with room to count up
   std::atomic<bool> suspect{false};  // a device may be dead (killed, or a run failed)
   std::optional<actors::comm_planner_actor> planner;  // transfers = planned
   std::vector<actors::learner_actor> learners;         // spawn_learner: stopped with the engine
@@ -64,12 +69,7 @@ struct engine::impl {
   std::shared_ptr<const actors::run_plan> last_plan;
   std::minstd_rand backoff_rng{std::random_device{}()};  // guarded by mutex
   /// This engine's id in its plans: a worker's devices take turns between engines (device.cpp).
-  const std::uint64_t id = [] {
-    std::random_device rd;
-    std::uint64_t v = 0;
-    while (v == 0) v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-    return v;
-  }();
+  const std::uint64_t id = random_id();
 
   /// How long to wait before try `tries` + 1 of one run for devices another engine's run holds: 2 ms
   /// doubling to 50 ms, times a random factor in [0.5, 1.5) so that two engines that collided do not
