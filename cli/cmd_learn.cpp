@@ -221,7 +221,7 @@ void add_train(CLI::App& app) {
                 "more simulation per update), so a greedy policy better than every sample keeps its RL drift");
   cmd->add_option("--advantage-floor", o->t.advantage_floor,
                   "Phase II: the smallest relative cost spread advantages are divided by (0: no floor, the rule "
-                  "before the floor existed)")->check(finite_in(0, 1))->capture_default_str();
+                  "before the floor existed); a batch of one episode, or of equal costs, is not divided")->check(finite_in(0, 1))->capture_default_str();
   cmd->add_option("--temperature", o->t.temperature, "Phase II sampling temperature")
       ->check(finite_in(learner::train_limits::temperature_min, learner::train_limits::temperature_max))->capture_default_str();
   cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->check(non_negative())->capture_default_str();

@@ -5,6 +5,7 @@
 #include <doppler/learner/curriculum.hpp>
 #include <doppler/learner/doppler_learner.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/fnv1a.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/io.hpp>
 #include <doppler/runtime/placer.hpp>
@@ -285,12 +286,9 @@ void apply_init_flags(learner::policy& pol, const train_flags& o, const CLI::App
 namespace {
 /// FNV-1a of a file's bytes (the teacher placement a --resume must find unchanged).
 std::string file_digest(const std::string& path) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : read_file(path)) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
+  fnv1a h(fnv1a::learner_basis);
+  h.chars(read_file(path));
+  return fmt::format("{:016x}", h.digest());
 }
 }  // namespace
 

@@ -4,7 +4,7 @@
 #include <doppler/learner/trainer.hpp>
 #include <doppler/runtime/error.hpp>
 
-#include "fnv1a.hpp"
+#include <doppler/runtime/fnv1a.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +21,7 @@ namespace {
 /// names — a graph and its bf16 copy (same name, sizes and FLOPs, half the bytes) are two problems;
 /// the same graph under another name is one.
 std::uint64_t content_of(const graph& g, const cluster& c) {
-  detail::fnv1a h;
+  fnv1a h(fnv1a::learner_basis);
   h.value(g.size());
   for (const op& o : g.ops()) {
     h.value(o.kind);

@@ -52,7 +52,7 @@ namespace {
 
 std::uint64_t fingerprint_of(const graph& g, const cluster& c, const cost_model& cm, const graph_features& f,
                              const placement* hint) {
-  detail::fnv1a h;
+  fnv1a h(fnv1a::learner_basis);
   h.value(g.size());
   h.value(c.device_count());
   h.values(f.raw);
@@ -202,12 +202,17 @@ std::size_t policy::parameter_count() const {
 namespace {
 
 /// Picks among `k` candidates with logits `z` (already divided by the temperature; −inf = invalid).
-/// Returns the index and log π(index) under softmax(z).
+/// Returns the index and log π(index) under softmax(z). A NaN or +inf logit, or no valid candidate
+/// (the callers refuse a state with none before), means the network broke: an error, never index 0.
 std::pair<std::size_t, double> choose(std::span<const double> z, const rollout_options& o,
                                       std::mt19937_64& rng) {
   double top = -INFINITY;
   std::size_t arg = 0, n_valid = 0;
-  for (std::size_t i = 0; i < z.size(); ++i)
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    if (std::isnan(z[i]) || z[i] == INFINITY)
+      throw error(errc::internal, "learner: the policy's logit for candidate " + std::to_string(i) + " of " +
+                                      std::to_string(z.size()) + " is not finite (" + std::to_string(z[i]) +
+                                      "): its parameters hold NaN or inf");
     if (std::isfinite(z[i])) {
       ++n_valid;
       if (z[i] > top) {
@@ -215,6 +220,8 @@ std::pair<std::size_t, double> choose(std::span<const double> z, const rollout_o
         arg = i;
       }
     }
+  }
+  if (n_valid == 0) throw error(errc::internal, "learner: every candidate of a step is masked");
   double norm = 0;
   for (double x : z)
     if (std::isfinite(x)) norm += std::exp(x - top);

@@ -1,16 +1,19 @@
 #pragma once
 // policy::impl and what policy.cpp (rollouts) and policy_update.cpp (updates, checkpoints) share.
 // LibTorch: include only from learner/src.
-#include "fnv1a.hpp"
 #include "net.hpp"
 
 #include <doppler/learner/policy.hpp>
 #include <doppler/runtime/cpu_kernels.hpp>
+#include <doppler/runtime/error.hpp>
+#include <doppler/runtime/fnv1a.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -215,11 +218,20 @@ struct policy::impl {
     }
     if (train) {
       if (!placeto) acc.backward();
-      torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+      clip_gradient();
       adam->step();
       ++version;
     }
     return value;
+  }
+
+  /// Clips the gradient to norm 1. A non-finite norm (a NaN or inf loss or gradient) is an error
+  /// before Adam would write NaN into every parameter.
+  void clip_gradient() {
+    const double norm = torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    if (!std::isfinite(norm))
+      throw error(errc::internal, "learner: an update's gradient is not finite (norm " + std::to_string(norm) +
+                                      "); the step is refused, the parameters are those before it");
   }
 
   void step(torch::Tensor loss) {
@@ -231,7 +243,7 @@ struct policy::impl {
       o.plc.mutable_grad().reset();
     }
     loss.backward();
-    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    clip_gradient();
     adam->step();
     for (auto& [fp, o] : offsets)
       if (o.sel.grad().defined() || o.plc.grad().defined()) o.adam->step();

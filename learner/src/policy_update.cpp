@@ -29,7 +29,7 @@ std::string torch_reason(const std::exception& ex) {
 /// The checksum of a checkpoint's options (and hint name): sizes, kind and flags a damaged file
 /// could change without touching the parameters.
 std::int64_t options_digest(const torch::Tensor& options, const torch::Tensor& hint) {
-  detail::fnv1a h;
+  fnv1a h(fnv1a::learner_basis);
   detail::hash_tensor(h, options);
   if (hint.defined()) detail::hash_tensor(h, hint);
   return static_cast<std::int64_t>(h.digest());
@@ -41,7 +41,7 @@ std::int64_t options_digest(const torch::Tensor& options, const torch::Tensor& h
 /// tensor bytes were damaged is refused on load (LibTorch's archive reader does not check the zip CRCs).
 std::int64_t parameter_digest(const torch::nn::Module& m, const torch::optim::Adam& adam,
                               const std::map<std::uint64_t, instance_offsets>& offsets) {
-  detail::fnv1a h;
+  fnv1a h(fnv1a::learner_basis);
   auto mix = [&](const torch::Tensor& t) { detail::hash_tensor(h, t); };
   // Adam keys its per-parameter state by the parameter's TensorImpl address (as its own
   // serializer does), so the state is visited in parameter order.
@@ -184,7 +184,10 @@ double policy::ppo_update(const problem& pb, std::span<const episode> eps, std::
       const auto t = static_cast<std::int64_t>(eps[i].steps());
       auto st = impl_->model->terms(e, ets[i], eps[i].temperature);
       mask_ablation(st, impl_->opt.ablation);
-      auto log_ratio = st.sel_taken + st.plc_taken - old_lp[i];
+      // Clamped so that exp stays finite: an action sampled by ε at a tiny old probability can reach
+      // log r > 88 (float's exp overflows, and inf·0 makes the gradient NaN). r = e^±20 is far
+      // outside any clip range, so the surrogate is unchanged but for a zero gradient there.
+      auto log_ratio = (st.sel_taken + st.plc_taken - old_lp[i]).clamp(-20.0, 20.0);
       auto ratio = torch::exp(log_ratio);
       if (target_kl > 0 && k > 0) {
         torch::NoGradGuard ng;

@@ -1,7 +1,7 @@
 // Interchangeable parts of a graph (symmetry.hpp).
 #include <doppler/learner/symmetry.hpp>
 
-#include "fnv1a.hpp"
+#include <doppler/runtime/fnv1a.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -16,7 +16,7 @@ using signature = std::vector<std::uint64_t>;
 
 struct signature_hash {
   std::size_t operator()(const signature& s) const noexcept {
-    detail::fnv1a h;
+    fnv1a h(fnv1a::learner_basis);
     h.values(s);
     return static_cast<std::size_t>(h.digest());
   }

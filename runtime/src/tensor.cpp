@@ -1,4 +1,5 @@
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/fnv1a.hpp>
 #include <doppler/runtime/tensor.hpp>
 
 #include <cmath>
@@ -75,12 +76,9 @@ constexpr std::uint64_t splitmix64(std::uint64_t x) noexcept {
 }  // namespace
 
 std::uint64_t op_seed(std::uint64_t run_seed, std::string_view op_id) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a
-  for (unsigned char c : op_id) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return splitmix64(splitmix64(run_seed) ^ h);
+  fnv1a h;
+  h.chars(op_id);
+  return splitmix64(splitmix64(run_seed) ^ h.digest());
 }
 
 void fill_uniform(tensor& t, std::uint64_t seed, float scale) noexcept {

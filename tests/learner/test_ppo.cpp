@@ -123,6 +123,30 @@ TEST_CASE("ppo: finds the optimal placement of a tiny graph") {
   for (const auto& row : r.curve) CHECK(std::isfinite(row.loss));
 }
 
+TEST_CASE("ppo: an action sampled by epsilon at a tiny old probability does not overflow the ratio") {
+  // T = 0.001 makes log-probability gaps 1000x; an ε-sampled action then reached log r > 88 in a
+  // later epoch, exp overflowed, the gradient became NaN and Adam wrote NaN into every parameter:
+  // from the ninth row on every loss was NaN and every episode placed all ops on one device.
+  graph g = paper("ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c, cm);
+  train_options o;
+  o.with_il(0).with_rl(24).with_batch(4).with_seed(0).with_model(sim_model::simple);
+  o.ppo = true;
+  o.rl_epsilon = 0.2;
+  o.temperature = 0.001;
+  o.eval_every = 0;
+  policy pol(policy_options().with_seed(0));
+  auto r = train(pol, pb, o);
+  REQUIRE(r.curve.size() == 24);
+  for (const auto& row : r.curve) {
+    CAPTURE(row.episode);
+    CHECK(std::isfinite(row.loss));
+  }
+  CHECK(std::isfinite(pol.rollout(pb, rollout_options()).log_prob));
+}
+
 TEST_CASE("ppo: baselines, zero epochs and a non-positive clip are refused") {
   graph g = two_ops();
   cluster c = fast_slow();

@@ -43,7 +43,7 @@ struct ffnn_metis {
 
 }  // namespace
 
-TEST_CASE("phase I: imitation drives agreement with cp to >= 90%") {
+TEST_CASE("phase I: imitation drives agreement with cp to >= 95%") {
   graph g = paper("ffnn_192nodes.txt");
   cluster c = make_preset("doppler-paper:4");
   cost_model cm;
@@ -54,9 +54,9 @@ TEST_CASE("phase I: imitation drives agreement with cp to >= 90%") {
   o.with_il(100).with_rl(0).with_seed(1).with_model(sim_model::simple);
   auto r = train(pol, pb, o);
   CHECK(before.both < 0.6);
-  CHECK(r.final_agreement >= 0.9);
-  CHECK(r.final_sel_agreement >= 0.9);
-  CHECK(r.final_plc_agreement >= 0.9);
+  CHECK(r.final_agreement >= 0.95);
+  CHECK(r.final_sel_agreement >= 0.95);
+  CHECK(r.final_plc_agreement >= 0.95);
   REQUIRE(r.curve.size() == 100);
   CHECK(r.curve.front().phase == "il");
   CHECK(r.curve.back().agreement > r.curve.front().agreement);
@@ -119,6 +119,28 @@ TEST_CASE("advantages: relative to the baseline, normalized by the batch spread,
   auto equal = reinforce_advantages({95, 95}, 100, true, 0.01);
   CHECK(equal[0] == doctest::Approx(0.05));
   CHECK(reinforce_advantages({80}, 100, true)[0] == doctest::Approx(0.2));
+}
+
+TEST_CASE("schedules: a phase's last update runs at the final learning rate, with a partial last batch too") {
+  graph g = paper("ffnn_192nodes.txt");
+  cluster c = make_preset("doppler-paper:4");
+  cost_model cm;
+  problem pb(g, c, cm);
+  for (int batch : {1, 4, 8}) {  // 10 episodes: batches start at 0..9, at 0, 4, 8, and at 0, 8
+    CAPTURE(batch);
+    train_options o;
+    o.with_il(0).with_rl(10).with_batch(batch).with_seed(3).with_model(sim_model::simple);
+    o.eval_every = 0;
+    policy rl(policy_options().with_hidden(16).with_steps(2).with_seed(3));
+    train(rl, pb, o);
+    // Until 2026-12-07 the last batch ran at x = 8/9 of the way (lr 0.0029, not 0.002) with batches of 4 or 8.
+    CHECK(rl.learning_rate() == doctest::Approx(o.rl_lr * o.lr_final));
+    o.with_il(10).with_rl(0);
+    o.il_lr = 0.05;
+    policy il(policy_options().with_hidden(16).with_steps(2).with_seed(3));
+    train(il, pb, o);
+    CHECK(il.learning_rate() == doctest::Approx(o.il_lr * o.lr_final));
+  }
 }
 
 TEST_CASE("self-imitation: an episode labelled with its own actions, imitated, gains probability") {

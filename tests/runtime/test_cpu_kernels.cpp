@@ -3,12 +3,14 @@
 // (sharded ffnn = dense MLP; sharded chainmm = the plain matrix product).
 #include <doppler/runtime/cpu_backend.hpp>
 #include <doppler/runtime/error.hpp>
+#include <doppler/runtime/fnv1a.hpp>
 #include <doppler/runtime/workloads.hpp>
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -274,6 +276,32 @@ TEST_CASE("fill rule: .ones inputs, scale sqrt(3/n), range, determinism by seed 
   CHECK_FALSE(bitwise_equal(w, make_input("w2", {64, 300}, 42)));
   CHECK(op_seed(1, "a") != op_seed(1, "b"));
   CHECK(op_seed(1, "a") != op_seed(2, "a"));
+}
+
+TEST_CASE("fnv1a: the published 64-bit test vectors, and op seeds that files and runs depend on stay fixed") {
+  auto of = [](std::string_view s) {
+    fnv1a h;
+    h.chars(s);
+    return h.digest();
+  };
+  CHECK(of("") == 0xcbf29ce484222325ULL);  // the offset basis
+  CHECK(of("a") == 0xaf63dc4c8601ec8cULL);
+  CHECK(of("foobar") == 0x85944171f73967e8ULL);
+  fnv1a t;
+  t.text("abc");  // the length (8 bytes, little-endian here) first, then the characters
+  CHECK(t.digest() == 0xc11ab6d2519bc2b2ULL);
+  // The learner's basis (its fingerprints and checksums are in every checkpoint written so far).
+  fnv1a l(fnv1a::learner_basis);
+  CHECK(l.digest() == 1469598103934665603ULL);
+  l.chars("a");
+  CHECK(l.digest() == 0x44bd8ad473cd9906ULL);
+  fnv1a split, joined;
+  split.text("ab"), split.text("c");
+  joined.text("a"), joined.text("bc");
+  CHECK(split.digest() != joined.digest());
+  // Every synthetic tensor's values derive from these: a change would change every run's numbers.
+  CHECK(op_seed(1, "a") == 0x1e294378b45c3f93ULL);
+  CHECK(op_seed(42, "l0.wq") == 0x0511a2003a3166d9ULL);
 }
 
 TEST_CASE("max_abs_diff: the largest difference, and a NaN anywhere is never hidden by a later value") {
