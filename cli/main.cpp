@@ -35,8 +35,14 @@ int main(int argc, char** argv) {
   doppler::cli::add_run_commands(app);
 #endif
   doppler::cli::add_learn_commands(app);
+  // A bare `doppler`: the help, which lists the commands (CLI11 would only say a subcommand is
+  // required), and exit 2 as for any missing command.
+  if (argc <= 1) {
+    std::cerr << app.help();
+    return 2;
+  }
   // A first word that names no command: say so (CLI11 would only say a subcommand is required).
-  const std::string word = argc > 1 ? argv[1] : "";
+  const std::string word = argv[1];
   if (!word.empty() && word[0] != '-' &&
       app.get_subcommands([&](CLI::App* sub) { return sub->check_name(word); }).empty()) {
     std::string known;

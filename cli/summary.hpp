@@ -21,6 +21,11 @@ inline sample_summary summarize(const std::vector<double>& xs) {
   sample_summary s;
   s.n = xs.size();
   if (xs.empty()) return s;
+  const auto [lo, hi] = std::minmax_element(xs.begin(), xs.end());
+  if (*lo == *hi) {  // equal values (a deterministic placer): exactly that, not its sum's rounding
+    s.mean = s.min = *lo;
+    return s;
+  }
   s.mean = std::accumulate(xs.begin(), xs.end(), 0.0) / static_cast<double>(xs.size());
   double ss = 0;
   for (double x : xs) ss += (x - s.mean) * (x - s.mean);

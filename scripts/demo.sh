@@ -43,7 +43,7 @@ step "doppler compare: placers${learned:+ and DOPPLER} on the paper's Llama laye
 "$bin" compare --graph "$layer" --cluster doppler-paper:4 \
   --model simple --seeds 3 --budget 2000 "${learned[@]}" --csv "$out/compare.csv" --svg "$out/compare.svg"
 
-step "doppler plan-comm: an allgather on a DGX-1 (8x V100, hybrid cube-mesh), MILP vs the ring"
+step "doppler compare-comm: an allgather on a DGX-1 (8x V100, hybrid cube-mesh), MILP vs the ring"
 "$bin" compare-comm --cluster dgx1-v100 --collective allgather --chunk-bytes 1048576 --chunks-per-gpu 2 --methods milp,greedy,ring,direct
 
 step "doppler simulate --transfers planned: a Llama-7B layer on the DGX-1, shared tensors as multicast plans"

@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git python3
   libcaf-dev libtbb-dev doctest-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libeigen3-dev libopenblas-dev libbenchmark-dev libmetis-dev
-  coinor-libcbc-dev coinor-libclp-dev libssl-dev
+  coinor-libcbc-dev coinor-libclp-dev libssl-dev openssl
 )
 if [[ "${DOPPLER_NO_TORCH:-0}" != "1" ]]; then
   packages+=(libtorch-dev)

@@ -39,7 +39,7 @@ struct ht_problem {
   std::size_t n = 0, devices = 0;
   std::vector<double> time;      ///< n × devices: seconds of op v on device d
   std::vector<double> work;      ///< per op: min over d of time × capacity rate (0 = takes no time)
-  std::vector<double> capacity;  ///< per device: FLOP-equivalents per second (rate × streams)
+  std::vector<double> capacity;  ///< per device: rate × streams, rates relative to the fastest device's
   std::vector<double> latency;   ///< devices × devices: seconds every transfer a → b pays at least
   std::vector<double> per_byte;  ///< devices × devices: seconds per byte a → b at least
 
@@ -212,11 +212,14 @@ double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& 
   if (g.size() == 0 || c.device_count() == 0) return 0;
   auto slow = detail::slowdowns(opt, c);
   const std::size_t D = c.device_count();
-  // Effective rates: a straggler computes at flops / slowdown.
+  // Effective rates: a straggler computes at flops / slowdown; in units of the fastest device's,
+  // so that work (time × rate) stays in seconds: 1e308 FLOPs at 1e21 FLOP/s times 1e21 overflowed
+  // to an infinite "lower" bound above the makespan.
   std::vector<double> rate(D);
-  double total_rate = 0;
+  double total_rate = 0, top_rate = 0;
+  for (device_index d = 0; d < D; ++d) top_rate = std::max(top_rate, c[d].flops / slow[d]);
   for (device_index d = 0; d < D; ++d) {
-    rate[d] = c[d].flops / slow[d];
+    rate[d] = c[d].flops / slow[d] / top_rate;
     total_rate += rate[d];
   }
   // Every op at its least time over the devices, no communication: the critical path. (Not "on the
@@ -240,7 +243,7 @@ double makespan_lower_bound(const graph& g, const cluster& c, const cost_model& 
       pr.work[v] = std::min(pr.work[v], s * rate[d]);
     }
   std::vector<double> t(pr.n);
-  double work = 0;  // FLOP-equivalents: seconds on a 1 FLOP/s device
+  double work = 0;  // FLOP-equivalents: seconds on the fastest device
   for (op_index v = 0; v < pr.n; ++v) {
     t[v] = inf;
     for (device_index d = 0; d < D; ++d) t[v] = std::min(t[v], pr.t(v, d));

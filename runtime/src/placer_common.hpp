@@ -61,6 +61,9 @@ std::vector<double> default_bottom_levels(const graph& g, const cluster& c, cons
 /// overflows a double. Placers would otherwise compare infinities.
 void check_finite_levels(const graph& g, const cluster& c, const cost_model& cm, std::span<const double> levels);
 
+/// The bad_value error for op v's time t on device d, which is not finite.
+[[noreturn]] void refuse_op_time(const graph& g, const cluster& c, op_index v, device_index d, double t);
+
 std::unique_ptr<placer> make_cp_placer();
 std::unique_ptr<placer> make_heft_placer();
 std::unique_ptr<placer> make_metf_placer();

@@ -3,7 +3,8 @@
 //
 // Start: opt.start when given; else the best (simulated makespan under opt.sim; earlier wins ties) of
 // cp (seed opt.seed), heft, m-etf, round-robin and single, then (with opt.sim.transfers, which makes
-// cp/heft's EST planned-aware) cp and heft with the per-edge EST; its priority order is kept. Then opt.budget candidates, each one move from the current assignment:
+// cp/heft's EST planned-aware) cp and heft with the per-edge EST; its priority order is kept. Placers
+// that cannot fit the graph in memory are skipped; metis is the last resort when all of them fail. Then opt.budget candidates, each one move from the current assignment:
 //   50% reassign a random op to another random device,
 //   30% swap the devices of two random ops on different devices,
 //   20% move a random op to the device of one of its random neighbours (producer or consumer).
@@ -18,6 +19,9 @@
 // than the start.
 
 #include "placer_common.hpp"
+
+#include <limits>
+#include <string>
 
 #include <doppler/runtime/error.hpp>
 
@@ -43,34 +47,42 @@ class search_placer final : public placer {
     placer_options sub = opt;
     sub.progress = nullptr;
     placement start;
-    if (opt.start) {  // the caller's start, e.g. a learned placement to refine
-      check_placement(*opt.start, g, c);
-      start = *opt.start;
-    } else {
-      start = make_cp_placer()->place(g, c, cm, sub);
-    }
-    double start_cost = score(start);
+    double start_cost = std::numeric_limits<double>::infinity();
+    bool have_start = false;
+    std::string first_refusal;  // the first start placer's reason, if none fits
     auto consider = [&](const char* method, const placer_options& po) {  // the best heuristic start
       placement alt;
       try {
         alt = make_placer(method)->place(g, c, cm, po);
       } catch (const error& e) {
-        if (e.code() == errc::infeasible) return;  // e.g. single when device 0 is too small
-        throw;
+        // e.g. single when device 0 is too small, or a greedy packing that fills a device too early
+        if (e.code() != errc::infeasible) throw;
+        if (first_refusal.empty()) first_refusal = e.reason();
+        return;
       }
       double alt_cost = score(alt);
-      if (alt_cost < start_cost) {
+      if (!have_start || alt_cost < start_cost) {  // earlier wins ties
         start = std::move(alt);
         start_cost = alt_cost;
+        have_start = true;
       }
     };
-    if (!opt.start) {
-      for (const char* other : {"heft", "m-etf", "round-robin", "single"}) consider(other, sub);
+    if (opt.start) {  // the caller's start, e.g. a learned placement to refine
+      check_placement(*opt.start, g, c);
+      start = *opt.start;
+      start_cost = score(start);
+    } else {
+      for (const char* m : {"cp", "heft", "m-etf", "round-robin", "single"}) consider(m, sub);
       if (opt.sim.transfers) {  // cp and heft also with their per-edge EST: the planned-aware one is not always better
         placer_options per_edge = sub;
         per_edge.sim.transfers = nullptr;
         for (const char* m : {"cp", "heft"}) consider(m, per_edge);
       }
+      if (!have_start) consider("metis", sub);  // balances memory too; a start of last resort
+      if (!have_start)
+        throw error(errc::infeasible, "", "",
+                    "search: no start placement fits in memory (cp, heft, m-etf, round-robin, single and metis "
+                    "each failed); the first reason: " + first_refusal);
     }
     placement cur = std::move(start);
     cur.method = name();

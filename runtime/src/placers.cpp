@@ -36,13 +36,23 @@ memory_tracker::memory_tracker(const graph& g, const cluster& c, bool enabled)
 }
 
 void memory_tracker::fail(op_index v, std::string_view method) const {
-  double free_max = 0;
-  for (std::size_t d = 0; d < cap_.size(); ++d) free_max = std::max(free_max, cap_[d] - used_[d]);
+  double free_max = 0, cap_max = 0;
+  for (std::size_t d = 0; d < cap_.size(); ++d) {
+    free_max = std::max(free_max, cap_[d] - used_[d]);
+    cap_max = std::max(cap_max, cap_[d]);
+  }
+  if (g_[v].bytes > cap_max)  // no placement at all can hold it
+    throw error(errc::infeasible, "", "",
+                fmt::format("{}: graph '{}' does not fit in the memory of cluster '{}': op '{}' needs {:.4g} "
+                            "bytes but the largest device holds {:.4g} bytes",
+                            method, g_.name(), c_.name(), g_[v].id, g_[v].bytes, cap_max));
   throw error(errc::infeasible, "", "",
-              fmt::format("{}: graph '{}' does not fit in the memory of cluster '{}': op '{}' needs {:.4g} "
-                          "bytes but the most free memory on any device is {:.4g} bytes (graph outputs "
-                          "total {:.4g} bytes)",
-                          method, g_.name(), c_.name(), g_[v].id, g_[v].bytes, free_max, g_.total_bytes()));
+              fmt::format("{}: could not place graph '{}' in the memory of cluster '{}': op '{}' needs {:.4g} "
+                          "bytes but after {}'s earlier choices the most free memory on any device is {:.4g} "
+                          "bytes (graph outputs total {:.4g} bytes); another placement may fit (metis balances "
+                          "memory)",
+                          method, g_.name(), c_.name(), g_[v].id, g_[v].bytes, method, free_max,
+                          g_.total_bytes()));
 }
 
 void memory_tracker::check_total(std::string_view method) const {
@@ -63,6 +73,13 @@ std::vector<double> default_bottom_levels(const graph& g, const cluster& c, cons
   return bl;
 }
 
+[[noreturn]] void refuse_op_time(const graph& g, const cluster& c, op_index v, device_index d, double t) {
+  throw error(errc::bad_value,
+              fmt::format("op '{}' would take {} s on device '{}' of cluster '{}' ({:g} FLOPs at {:g} FLOP/s): "
+                          "not a finite time",
+                          excerpt(g[v].id), t, excerpt(c[d].id), excerpt(c.name()), g[v].flops, c[d].flops));
+}
+
 void check_finite_levels(const graph& g, const cluster& c, const cost_model& cm, std::span<const double> levels) {
   auto bad = std::find_if(levels.begin(), levels.end(), [](double x) { return !std::isfinite(x); });
   if (bad == levels.end()) return;
@@ -71,11 +88,7 @@ void check_finite_levels(const graph& g, const cluster& c, const cost_model& cm,
     if (std::isfinite(levels[v])) continue;
     for (device_index d = 0; d < c.device_count(); ++d) {
       double t = cm.op_time(g[v], c[d]);
-      if (!std::isfinite(t))
-        throw error(errc::bad_value,
-                    fmt::format("op '{}' would take {} s on device '{}' of cluster '{}' ({:g} FLOPs at {:g} FLOP/s): "
-                                "not a finite time",
-                                excerpt(g[v].id), t, excerpt(c[d].id), excerpt(c.name()), g[v].flops, c[d].flops));
+      if (!std::isfinite(t)) refuse_op_time(g, c, v, d, t);
     }
   }
   auto v = static_cast<op_index>(bad - levels.begin());
@@ -107,7 +120,13 @@ path_costs critical_path_costs(const graph& g, const cluster& c, const cost_mode
   }
   for (op_index v = 0; v < g.size(); ++v) {
     double best = std::numeric_limits<double>::infinity();
-    for (device_index d = 0; d < n_dev; ++d) best = std::min(best, cm.op_time(g[v], c[d]));
+    for (device_index d = 0; d < n_dev; ++d) {
+      // Every device's time must be finite, not only the fastest's: cp and m-etf choose a device by
+      // start time alone, and put an op where it would never end (found by a placer audit).
+      const double t = cm.op_time(g[v], c[d]);
+      if (!std::isfinite(t)) detail::refuse_op_time(g, c, v, d, t);
+      best = std::min(best, t);
+    }
     pc.node[v] = n_dev ? best : 0.0;
     pc.edge[v] = n_dev > 1 && g[v].bytes > 0 ? mean_lat + g[v].bytes * mean_inv_bw : 0.0;
   }

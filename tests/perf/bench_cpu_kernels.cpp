@@ -3,7 +3,7 @@
 // their output) against memcpy of the same bytes; and the reference execution of the default
 // workloads (goal: a Llama block well under a second on one core). Compare ratios, not absolute
 // numbers: these machines are shared and noisy.
-//   ./build/tests/perf/bench_cpu_kernels --benchmark_counters_tabular=true
+//   ./build/release/tests/perf/bench_cpu_kernels --benchmark_counters_tabular=true
 
 #include <doppler/runtime/cpu_backend.hpp>
 #include <doppler/runtime/host_buffers.hpp>

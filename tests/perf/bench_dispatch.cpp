@@ -3,7 +3,7 @@
 // backend, so what is timed is the protocol alone: dependency counters, execute / op_done messages,
 // transfers (send → tensor → transfer_done) for the edges that cross devices. The same DAG runs
 // through oneTBB flow_graph (continue_node per op, empty bodies) in the same binary: compare ratios.
-//   ./build/tests/perf/bench_dispatch --benchmark_counters_tabular=true
+//   ./build/release/tests/perf/bench_dispatch --benchmark_counters_tabular=true
 // Arguments: 0 = blocked placement (8 lanes per device: 1/8 of the neighbour edges cross devices),
 //            1 = scattered placement (lane j on device j % 8: every neighbour edge crosses).
 // `us_per_op` counts the whole engine.run (plan tables, begin handshake, dispatch, collect);

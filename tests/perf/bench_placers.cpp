@@ -1,7 +1,7 @@
 // Placer speed: HEFT and the CP teacher per op at 8 devices (dgx1-v100) on random DAGs of 10k and
 // 100k ops, against a baseline in the same harness: one plain topological sweep over the edges
 // (top levels), the least any list scheduler must do. Counter `per_op` = seconds per op.
-//   build-plc/tests/perf/bench_placers --benchmark_min_time=0.5
+//   ./build/release/tests/perf/bench_placers --benchmark_min_time=0.5
 
 #include <doppler/runtime/graph_algos.hpp>
 #include <doppler/runtime/placer.hpp>

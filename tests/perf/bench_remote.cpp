@@ -1,5 +1,5 @@
 // Remote dispatch over CAF's middleman vs the same run on local devices, in one binary:
-//   ./build/tests/perf/bench_remote --benchmark_counters_tabular=true
+//   ./build/release/tests/perf/bench_remote --benchmark_counters_tabular=true
 // The "remote" device (device 1 of cpu:2) is served by a `doppler::worker` in a second actor system of this process,
 // reached over TCP on 127.0.0.1 (the same code path as a `doppler worker` process; one process keeps
 // the steady clocks identical, so producer → consumer times are comparable). Local = all devices in

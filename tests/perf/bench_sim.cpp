@@ -3,7 +3,7 @@
 // Baseline in the same run: a bare std::priority_queue "hold" loop (pop the earliest event, push one
 // later) with the same event count and a heap of the size the simulator keeps; `x_heap` is the
 // simulator's time per event over the baseline's, so the ratio survives these noisy machines.
-//   ./build/tests/perf/bench_sim --benchmark_counters_tabular=true
+//   ./build/release/tests/perf/bench_sim --benchmark_counters_tabular=true
 
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/sim.hpp>

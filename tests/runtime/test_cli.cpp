@@ -260,6 +260,33 @@ TEST_CASE("cli: compare --json, csv and svg") {
   CHECK(r.err.find("bogus") != std::string::npos);
 }
 
+TEST_CASE("cli: compare leaves out a method that cannot fit the graph in memory, with a note") {
+  temp_dir d;
+  // Three 10-byte devices and four ops: single cannot hold 25 bytes on g0, and cp, heft and m-etf
+  // fill every device before the 10-byte op; round-robin, random, metis and search fit.
+  write(d / "mem3.json", R"({"format":"doppler-cluster/1","name":"mem3","devices":[
+    {"id":"g0","kind":"gpu","flops":1e10,"memory":10},{"id":"g1","kind":"gpu","flops":1e10,"memory":10},
+    {"id":"g2","kind":"gpu","flops":1e10,"memory":10}],"links":[
+    {"src":"g0","dst":"g1","bandwidth":1e10,"duplex":true},{"src":"g0","dst":"g2","bandwidth":1e10,"duplex":true},
+    {"src":"g1","dst":"g2","bandwidth":1e10,"duplex":true}]})");
+  write(d / "pack.json", R"({"format":"doppler-graph/1","name":"pack","ops":[
+    {"id":"d","kind":"synthetic","flops":0,"bytes":10},{"id":"a","kind":"synthetic","flops":1e9,"bytes":5},
+    {"id":"b","kind":"synthetic","flops":1e9,"bytes":5},{"id":"c","kind":"synthetic","flops":1e9,"bytes":5}]})");
+  auto r = run(d, "compare --graph pack.json --cluster mem3.json --seeds 2 --budget 10 --json");
+  REQUIRE_MESSAGE(r.rc == 0, r.err);
+  auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> rows, left_out;
+  for (auto& row : j["rows"]) rows.push_back(row["method"]);
+  for (auto& x : j["infeasible"]) left_out.push_back(x["method"]);
+  CHECK(rows == std::vector<std::string>{"round-robin", "random", "metis", "search"});
+  CHECK(left_out == std::vector<std::string>{"single", "cp", "heft", "m-etf"});
+  CHECK(r.err.find("note: single left out (seed 0)") != std::string::npos);
+  // When no method fits, compare fails naming it.
+  r = run(d, "compare --graph pack.json --cluster mem3.json --methods single,cp");
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("no method placed the graph") != std::string::npos);
+}
+
 TEST_CASE("cli: bad input exits 2 naming the file and the path") {
   temp_dir d;
   write(d / "bad.json", R"({"format": "doppler-graph/1", "ops": [{"id": "x", "kind": "silu", "inputs": ["nope"]}]})");
@@ -557,6 +584,10 @@ TEST_CASE("cli: non-finite times, unknown commands, compare --methods none, cali
   CHECK(r.rc == 2);
   CHECK(r.err.find("unknown option '--foo'") != std::string::npos);
   CHECK(run(d, "--version").rc == 0);
+  r = run(d, "");  // a bare doppler lists the commands (it said only "A subcommand is required")
+  CHECK(r.rc == 2);
+  CHECK(r.err.find("Subcommands:") != std::string::npos);
+  CHECK(r.err.find("plan-comm") != std::string::npos);
   r = run(d, "compare --graph tiny.json --cluster p100x4 --methods none");
   CHECK(r.rc == 2);
   CHECK(r.err.find("unknown") == std::string::npos);

@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,6 +42,21 @@ TEST_CASE("lower bound: critical path on the fastest device vs total work") {
   // Every placement of the chain meets the bound; the all-fast one reaches it.
   auto all_fast = place(chain, {{"a", 1}, {"b", 1}, {"c", 1}});
   CHECK(simulate(chain, c, all_fast, cm).makespan == doctest::Approx(3.0));
+}
+
+TEST_CASE("lower bound: finite and below the makespan when FLOPs times the fastest rate overflow a double") {
+  // Work was counted in seconds on a 1 FLOP/s device: 1e300 FLOPs (1e301 s at the slow device's
+  // efficiency) times 1e21 FLOP/s overflowed to an infinite "lower" bound above a finite makespan.
+  std::vector<device> ds = {{"slow", device_kind::gpu, 1, 1e9, "h"}, {"fast", device_kind::gpu, 1e21, 1e9, "h"}};
+  cluster c("het", ds, {}, {{"slow", "fast", 1e10, 0, true}});
+  auto g = make_graph({syn("x", {}, 0, 8), syn("y", {"x"}, 1e300, 8), syn("z", {"y"}, 1, 8)});
+  const double lb = makespan_lower_bound(g, c, cm);
+  REQUIRE(std::isfinite(lb));
+  placement p;
+  p.device.assign(g.size(), 1);  // all on the fast device
+  const double ms = simulate(g, c, p, cm).makespan;
+  CHECK(lb > 0.5 * ms);  // y on the fast device is the whole critical path
+  CHECK(lb <= ms * (1 + 1e-12));
 }
 
 TEST_CASE("lower bound: each op at its least time over the devices, not on the device of the highest rate") {

@@ -277,6 +277,79 @@ TEST_CASE("memory: placers spread a graph that fits only spread, and say when it
   CHECK_NOTHROW(make_placer("single")->place(big, c, cm, loose));
 }
 
+TEST_CASE("memory: a greedy packing that fails is told from a graph that cannot fit, and search starts from a placer that fits") {
+  // Three 10-byte devices; a, b and c (5 bytes, one unit of work each) outrank d (10 bytes, no work).
+  // cp, heft and m-etf spread a, b, c over the three devices and then have no room for d, though
+  // round-robin and metis fit all four: their error must not say the graph does not fit, and search
+  // (whose first start candidate is cp) must still place it.
+  std::vector<device> devs;
+  for (const char* id : {"g0", "g1", "g2"}) devs.push_back({id, device_kind::gpu, 1e10, 10, "h"});
+  cluster c("mem3", devs, {},
+            {{"g0", "g1", 1e10, 0.0, true}, {"g0", "g2", 1e10, 0.0, true}, {"g1", "g2", 1e10, 0.0, true}});
+  auto sized = [](std::string id, double work, double bytes) {
+    op_spec s = syn(std::move(id), work, 0);
+    s.bytes = bytes;
+    return s;
+  };
+  graph g = build("pack", {sized("d", 0, 10), sized("a", 1, 5), sized("b", 1, 5), sized("c", 1, 5)});
+  cost_model cm;
+  for (const char* greedy : {"cp", "heft", "m-etf"}) {
+    CAPTURE(greedy);
+    try {
+      make_placer(greedy)->place(g, c, cm, quick());
+      FAIL("the greedy packing was expected to fill every device before d");
+    } catch (const error& e) {
+      CHECK(e.code() == errc::infeasible);
+      const std::string what = e.what();
+      CHECK(what.find("could not place graph 'pack'") != std::string::npos);
+      CHECK(what.find("op 'd'") != std::string::npos);
+      CHECK(what.find("does not fit") == std::string::npos);
+    }
+  }
+  for (const char* fits : {"round-robin", "metis", "search"}) {
+    CAPTURE(fits);
+    placement p = make_placer(fits)->place(g, c, cm, quick());
+    double used[3] = {0, 0, 0};
+    for (op_index v = 0; v < g.size(); ++v) used[p.device[v]] += g[v].bytes;
+    for (double u : used) CHECK(u <= 10);
+  }
+  // An op larger than every device: no placement can hold it, and the error says so.
+  graph huge = build("huge", {sized("x", 1, 11)});
+  try {
+    make_placer("cp")->place(huge, c, cm, quick());
+    FAIL("an 11-byte output was placed on 10-byte devices");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("largest device holds 10 bytes") != std::string::npos);
+  }
+}
+
+TEST_CASE("an op whose time on some device is not finite is refused by every placer, naming op and device") {
+  // cp and m-etf choose devices by start time alone: they put y on the 1 FLOP/s device, where its
+  // 1e308 FLOPs at a reduction's efficiency take longer than a double holds (cp then blamed memory,
+  // m-etf reported an internal error).
+  std::vector<device> devs = {{"slow", device_kind::gpu, 1, 1e9, "h"}, {"fast", device_kind::gpu, 1e21, 1e9, "h"}};
+  cluster c("het", devs, {}, {{"slow", "fast", 1e10, 0.0, true}});
+  graph g = parse_graph(R"({"format":"doppler-graph/1","name":"huge","ops":[
+    {"id":"x","kind":"input","shape":[2]},
+    {"id":"y","kind":"reduce_sum","inputs":["x"],"shape":[2],"flops":1e308},
+    {"id":"z","kind":"synthetic","inputs":["y"],"flops":1,"bytes":8}]})");
+  cost_model cm;
+  for (auto& name : placer_names()) {
+    CAPTURE(name);
+    for (std::uint64_t seed : {0, 1, 2, 3}) {
+      try {
+        make_placer(name)->place(g, c, cm, quick(seed));
+        FAIL("placed an op that takes forever on one device");
+      } catch (const error& e) {
+        CHECK(e.code() == errc::bad_value);
+        const std::string what = e.what();
+        CHECK(what.find("op 'y'") != std::string::npos);
+        CHECK(what.find("device 'slow'") != std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("search is never worse than its start and reports progress") {
   cost_model cm;
   for (const char* f : {"chain_mm_112nodes.txt", "transformer_block_215nodes.txt"}) {

@@ -76,6 +76,7 @@ placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::
 struct path_costs {
   std::vector<double> node, edge;
 };
+/// errc::bad_value naming the op and device when an op's time on any device is not finite.
 path_costs critical_path_costs(const graph& g, const cluster& c, const cost_model& cm);
 
 /// A topological order that, among ready ops, prefers larger `priority` (then lower index):
