@@ -14,8 +14,12 @@
 #include <doppler/runtime/graph_algos.hpp>
 #include <doppler/runtime/tolerance.hpp>
 
+#include <ext/pb_ds/assoc_container.hpp>
+#include <ext/pb_ds/tree_policy.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <queue>
 #include <random>
@@ -31,6 +35,11 @@ struct ready_entry {
     return bl != o.bl ? bl < o.bl : v > o.v;
   }
 };
+
+/// Tied ready ops of one exact bottom level, by index, in libstdc++'s order-statistic tree: the
+/// k-th is found in O(log n), so thousands of tied ops are not popped and pushed back every step.
+using tie_pool = __gnu_pbds::tree<op_index, __gnu_pbds::null_type, std::less<op_index>, __gnu_pbds::rb_tree_tag,
+                                  __gnu_pbds::tree_order_statistics_node_update>;
 
 }  // namespace
 
@@ -66,18 +75,43 @@ placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::
 
   std::vector<op_index> tied_ops;
   std::vector<device_index> tied_devs;
-  while (!ready.empty()) {
-    // Select: every ready op of maximum bottom level, one of them at random.
-    tied_ops.clear();
-    const double top = ready.top().bl;
-    while (!ready.empty() && nearly_equal(ready.top().bl, top)) {
-      tied_ops.push_back(ready.top().v);
-      ready.pop();
+  // Ready ops live in the heap `ready`, or, once tied at the top, in `pool`: ops of bottom level
+  // exactly pool_bl, the maximum of all ready ops (an op's consumers never have a larger bottom
+  // level), kept there across steps while they stay tied.
+  tie_pool pool;
+  double pool_bl = 0;
+  while (!ready.empty() || !pool.empty()) {
+    // Select: every ready op of maximum bottom level (nearly equal), one of them at random.
+    if (!pool.empty() && !ready.empty() && ready.top().bl > pool_bl) {  // not expected; stay exact
+      for (op_index u : pool) ready.push({bl[u], u});
+      pool.clear();
     }
-    std::sort(tied_ops.begin(), tied_ops.end());
-    const op_index v = tied_ops[pick(tied_ops.size())];
-    for (op_index u : tied_ops)
-      if (u != v) ready.push({bl[u], u});
+    const double top = pool.empty() ? ready.top().bl : pool_bl;
+    pool_bl = top;
+    tied_ops.clear();  // ops nearly but not exactly at top (rare): then all the tied ones, sorted
+    while (!ready.empty() && nearly_equal(ready.top().bl, top)) {
+      const ready_entry e = ready.top();
+      ready.pop();
+      if (e.bl == top && tied_ops.empty()) {
+        pool.insert(e.v);
+      } else {
+        if (tied_ops.empty()) tied_ops.assign(pool.begin(), pool.end());
+        tied_ops.push_back(e.v);
+      }
+    }
+    op_index v;
+    if (tied_ops.empty()) {  // every tied op at exactly `top`, in index order in the pool
+      if (decisions) tied_ops.assign(pool.begin(), pool.end());
+      auto it = pool.find_by_order(pick(pool.size()));
+      v = *it;
+      pool.erase(it);
+    } else {  // mixed levels: the tied ops sorted by index, one drawn, the others back to the heap
+      std::sort(tied_ops.begin(), tied_ops.end());
+      v = tied_ops[pick(tied_ops.size())];
+      for (op_index u : tied_ops)
+        if (u != v) ready.push({bl[u], u});
+      pool.clear();
+    }
 
     // Place: earliest start time over the devices with room for v's output.
     double best = std::numeric_limits<double>::infinity();

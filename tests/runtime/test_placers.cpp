@@ -125,6 +125,34 @@ TEST_CASE("cp reports every tied op and device") {
   CHECK(dec[2].tied_devices == std::vector<device_index>{0, 1});
 }
 
+TEST_CASE("cp with many tied ops: each step's tie set is every remaining one, exact or nearly equal levels") {
+  // 40 independent ops. Exact: identical work, one bottom level (the tie pool's path). Nearly equal:
+  // work differing by a relative 1e-12 (the gathered-and-sorted path). Either way step i ties the
+  // 40 - i ops not yet placed, sorted by index, the chosen one among them, and every op is placed once.
+  for (double spread : {0.0, 1e-12}) {
+    CAPTURE(spread);
+    std::vector<op_spec> specs;
+    for (int i = 0; i < 40; ++i) specs.push_back(syn("o" + std::to_string(i), 1 + spread * (i % 7), 0));
+    graph g = build("flat", specs);
+    cluster c = make_preset("doppler-paper:4");
+    std::vector<op_index> first_picks;
+    for (std::uint64_t seed : {1, 2}) {
+      std::vector<cp_decision> dec;
+      cp_place(g, c, cost_model(), seed, &dec);
+      REQUIRE(dec.size() == 40);
+      std::set<op_index> remaining;
+      for (op_index v = 0; v < 40; ++v) remaining.insert(v);
+      for (std::size_t i = 0; i < dec.size(); ++i) {
+        CAPTURE(i);
+        CHECK(dec[i].tied_ops == std::vector<op_index>(remaining.begin(), remaining.end()));
+        CHECK(remaining.erase(dec[i].op) == 1);
+      }
+      first_picks.push_back(dec[0].op);
+    }
+    CHECK(first_picks[0] != first_picks[1]);  // the seed draws among the ties (1 in 40 to collide)
+  }
+}
+
 TEST_CASE("the tie rule: sums in different orders are equal and real differences are not") {
   // 0.1 + 0.2 and 0.3 differ in the last bit; cp must see them as a tie.
   CHECK(0.1 + 0.2 != 0.3);
