@@ -79,6 +79,9 @@ std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<
 /// A CLI11 check for unsigned 64-bit options (the seeds): CLI11 would wrap "-1" to 2^64 - 1 and clamp
 /// a decimal beyond 2^64 - 1 to it without a word (flags.cpp).
 CLI::Validator non_negative();
+/// A CLI11 check for signed 64-bit options (workload dimensions): CLI11 would clamp a decimal beyond
+/// 2^63 - 1 to it, and the range check after it would then print a number the user never typed.
+CLI::Validator int64_text();
 /// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per
 /// device); errc::bad_argument naming the flag otherwise (flags.cpp).
 void check_streams_flag(int streams);

@@ -39,6 +39,21 @@ CLI::Validator non_negative() {
       "N >= 0");
 }
 
+CLI::Validator int64_text() {
+  return CLI::Validator(
+      [](std::string& s) {
+        std::int64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec == std::errc::result_out_of_range)
+          return "must be within 64 bits (at most " + std::to_string(std::numeric_limits<std::int64_t>::max()) +
+                 "), got " + s;
+        if (ec != std::errc() || end != s.data() + s.size() || s.empty())
+          return "must be a decimal integer, got '" + s + "'";
+        return std::string();
+      },
+      "INT");
+}
+
 void check_streams_flag(int streams) {
   if (streams < 1 || streams > max_streams)
     throw error(errc::bad_argument, "", "--streams",

@@ -94,6 +94,11 @@ cost_model cost_model::parse(std::string_view text, const std::string& file) {
   json root = parse_json(text, file);
   json_reader r(file);
   r.expect_format(root, format_tag);
+  // A misspelt field ("bandwith", "overhed") would silently keep the default: refused.
+  for (const auto& [key, value] : root.items())
+    if (key != "format" && key != "efficiency" && key != "bandwidth" && key != "overhead" && key != "host_cores")
+      r.fail(errc::bad_value, key,
+             "unknown field (a doppler-costs/1 file has format, efficiency, bandwidth, overhead, host_cores)");
   auto it = root.find("efficiency");
   if (it == root.end()) r.fail(errc::missing_field, "efficiency", "required object is missing");
   r.expect_object(*it, "efficiency");

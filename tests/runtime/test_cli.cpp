@@ -383,6 +383,13 @@ TEST_CASE("cli: -o writes through a symlink and into a FIFO instead of replacing
 TEST_CASE("cli: --streams, --jitter, --budget and --seed are range-checked") {
   temp_dir d;
   write(d / "tiny.json", tiny_graph);
+  // A workload dimension past 64 bits is named as typed (CLI11 clamped it to 2^63 - 1, which the
+  // generator's range check then printed).
+  auto big = run(d, "workload ffnn --dim 99999999999999999999 -o w.json");
+  CHECK(big.rc == 2);
+  CHECK(big.err.find("--dim: must be within 64 bits") != std::string::npos);
+  CHECK(big.err.find("got 99999999999999999999") != std::string::npos);
+  CHECK(big.err.find("got 9223372036854775807") == std::string::npos);
   for (std::string args : {"simulate --graph tiny.json --cluster p100x4 --streams 1000000000",
                            "simulate --graph tiny.json --cluster p100x4 --streams 0",
                            "place --graph tiny.json --cluster p100x4 --streams 2000000000",

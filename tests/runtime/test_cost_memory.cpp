@@ -132,6 +132,9 @@ TEST_CASE("cost model: bad optional fields name the error class and the JSON pat
   expect_bad(head + R"("overhead": -1e-6})", errc::bad_value, "overhead");
   expect_bad(head + R"("host_cores": -2})", errc::bad_value, "host_cores");
   expect_bad(head + R"("host_cores": null})", errc::bad_type, "host_cores");
+  // A misspelt field is refused by name (it silently kept the default).
+  expect_bad(head + R"("bandwith": {"add": 1e3}})", errc::bad_value, "bandwith");
+  expect_bad(head + R"("overhed": 5})", errc::bad_value, "overhed");
 }
 
 TEST_CASE("simulator: a slice costs its bytes over the slice bandwidth, plus the overhead") {
