@@ -204,7 +204,8 @@ void add_plan_comm(CLI::App& app) {
     }
     comm::plan_result r = comm::plan(c, d, o->p);
     // What was planned (a bare plan-comm runs on its defaults: an allgather of 1 MiB chunks on dgx1-v100).
-    std::cout << fmt::format("{} on {}: {} chunks of {} bytes\n", d.name, c.name(), d.chunks.size(), d.chunk_bytes);
+    std::cout << fmt::format("{} on {}: {} chunks of {} bytes\n", d.name.empty() ? o->d.spec : d.name, c.name(),
+                             d.chunks.size(), d.chunk_bytes);
     print_result(r);
     if (!o->out.empty()) comm::save_schedule(r.sched, c, o->out);
     if (!o->trace.empty()) {

@@ -132,16 +132,16 @@ void add_graph_commands(CLI::App& app) {
     cmd->add_option("name", o->name, "Generator (none: list them):" + names);
     cmd->add_option("-o,--output", o->out, "Output file (default: NAME.json; '-' for stdout)");
     cmd->add_option("--preset", o->preset, "Named dimensions: llama-7b (dim 4096, 32 heads, FFN 11008, seq 2048)");
-    cmd->add_option("--dim", o->p.dim, "Model (hidden) dimension")->check(int64_text())->capture_default_str();
-    cmd->add_option("--heads", o->p.heads, "Attention heads")->check(int64_text())->capture_default_str();
-    cmd->add_option("--ffn", o->p.ffn, "FFN hidden dimension")->check(int64_text())->capture_default_str();
-    cmd->add_option("--seq", o->p.seq, "Sequence length")->check(int64_text())->capture_default_str();
-    cmd->add_option("--batch", o->p.batch, "Batch size")->check(int64_text())->capture_default_str();
-    cmd->add_option("--shards", o->p.shards, "Pieces each sharded op is split into")->check(int64_text())->capture_default_str();
-    cmd->add_option("--layers", o->p.layers, "Repeated layers")->check(int64_text())->capture_default_str();
-    cmd->add_option("--experts", o->p.experts, "moe-layer: experts")->check(int64_text())->capture_default_str();
-    cmd->add_option("--top-k", o->p.top_k, "moe-layer: experts per token")->check(int64_text())->capture_default_str();
-    cmd->add_option("--matrices", o->p.matrices, "chainmm: matrices in the chain")->check(int64_text())->capture_default_str();
+    cmd->add_option("--dim", o->p.dim, "Model (hidden) dimension")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--heads", o->p.heads, "Attention heads")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--ffn", o->p.ffn, "FFN hidden dimension")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--seq", o->p.seq, "Sequence length")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--batch", o->p.batch, "Batch size")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--shards", o->p.shards, "Pieces each sharded op is split into")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--layers", o->p.layers, "Repeated layers")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--experts", o->p.experts, "moe-layer: experts")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--top-k", o->p.top_k, "moe-layer: experts per token")->transform(int64_text())->capture_default_str();
+    cmd->add_option("--matrices", o->p.matrices, "chainmm: matrices in the chain")->transform(int64_text())->capture_default_str();
     cmd->add_option("--dtype", o->dtype, "Element type: f32, bf16, f16")->capture_default_str();
     cmd->add_flag("-q,--quiet", o->quiet, "Do not print the summary");
     cmd->callback([o, cmd, names] {

@@ -224,7 +224,7 @@ void add_train(CLI::App& app) {
                   "before the floor existed); a batch of one episode, or of equal costs, is not divided")->check(finite_in(0, 1))->capture_default_str();
   cmd->add_option("--temperature", o->t.temperature, "Phase II sampling temperature")
       ->check(finite_in(learner::train_limits::temperature_min, learner::train_limits::temperature_max))->capture_default_str();
-  cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->check(non_negative())->capture_default_str();
+  cmd->add_option("--seed", o->t.seed, "Seed of weights and sampling")->transform(non_negative())->capture_default_str();
   cmd->add_option("--hidden", o->p.hidden, "Encoder dims (paper: 128)")->check(CLI::Range(1, learner::policy_options::max_width))->capture_default_str();
   cmd->add_option("--steps", o->p.steps, "Message-passing steps (paper: 6)")->check(CLI::Range(0, learner::policy_options::max_steps))->capture_default_str();
   cmd->add_option("--policy-kind", o->kind,

@@ -397,7 +397,7 @@ void add_run_commands(CLI::App& app) {
   cmd->add_option("--warmup", f->warmup, "Unmeasured runs first")->capture_default_str();
   cmd->add_option("--streams", f->streams, "Concurrent ops per device (1 to 256)")->capture_default_str();
   cmd->add_option("--seed", f->seed, "Input fill (and placer) seed")
-      ->check(non_negative())
+      ->transform(non_negative())
       ->capture_default_str();
   cmd->add_option("--backend", f->backend, "Kernel backend: cpu (real kernels), emulate (hold each op and transfer for its modeled time), "
                                          "null (no work), cuda (this machine's GPU, each device a virtual device on "

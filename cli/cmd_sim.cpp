@@ -262,7 +262,7 @@ void add_sim_commands(CLI::App& app) {
                     "doppler: also draw this many sampled placements (seeded by --seed) and keep the best of "
                     "them and the greedy one under the simulator (best-of-K, K simulations)")->capture_default_str();
     cmd->add_option("--seed", o->seed, "Seed of the randomized methods")
-        ->check(non_negative())
+        ->transform(non_negative())
         ->capture_default_str();
     cmd->add_option("--budget", o->budget, "search: simulator evaluations")->capture_default_str();
     cmd->add_option("--start", o->start,
@@ -337,7 +337,7 @@ void add_sim_commands(CLI::App& app) {
     cmd->add_option("--runs", o->runs, "Runs (with --jitter: mean, std, p50, p95)")->capture_default_str();
     cmd->add_option("--jitter", o->jitter, "σ of lognormal noise on op and transfer times, 0 to 2")->capture_default_str();
     cmd->add_option("--seed", o->seed, "Seed of the jitter (run i uses seed + i) and of the default cp placement")
-        ->check(non_negative())
+        ->transform(non_negative())
         ->capture_default_str();
     cmd->add_option("--straggler", o->stragglers, "DEVICE:FACTOR, a device slowed down by FACTOR in [1, 1e6] (repeatable; a device's factors multiply)");
     cmd->add_option("--trace", o->trace_file, "Write a Chrome trace (Perfetto) of the first run");

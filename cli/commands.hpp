@@ -76,11 +76,13 @@ std::pair<device_index, double> parse_straggler(const std::string& s, const clus
 std::vector<std::pair<device_index, double>> parse_stragglers(const std::vector<std::string>& values, const cluster& c,
                                                               const std::string& flag = "--straggler");
 
-/// A CLI11 check for unsigned 64-bit options (the seeds): CLI11 would wrap "-1" to 2^64 - 1 and clamp
-/// a decimal beyond 2^64 - 1 to it without a word (flags.cpp).
+/// A CLI11 transform for unsigned 64-bit options (the seeds): CLI11 would wrap "-1" to 2^64 - 1, clamp
+/// a decimal beyond 2^64 - 1 to it without a word and read a leading 0 as octal; the value is passed
+/// on in canonical decimal (flags.cpp). Use with ->transform(), not ->check() (which cannot rewrite).
 CLI::Validator non_negative();
-/// A CLI11 check for signed 64-bit options (workload dimensions): CLI11 would clamp a decimal beyond
-/// 2^63 - 1 to it, and the range check after it would then print a number the user never typed.
+/// A CLI11 transform for signed 64-bit options (workload dimensions): CLI11 would clamp a decimal
+/// beyond 2^63 - 1 to it (the range check after it then printed a number the user never typed) and
+/// read a leading 0 as octal; passed on in canonical decimal. Use with ->transform().
 CLI::Validator int64_text();
 /// --streams: 1 to max_streams (more would ask for that many worker threads or queue slots per
 /// device); errc::bad_argument naming the flag otherwise (flags.cpp).

@@ -34,6 +34,7 @@ CLI::Validator non_negative() {
         auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
         if (ec == std::errc::result_out_of_range)
           return "must be at most " + std::to_string(std::numeric_limits<std::uint64_t>::max()) + ", got " + s;
+        s = std::to_string(v);  // canonical: CLI11 would read a leading 0 as octal (010 = 8)
         return std::string();
       },
       "N >= 0");
@@ -49,6 +50,7 @@ CLI::Validator int64_text() {
                  "), got " + s;
         if (ec != std::errc() || end != s.data() + s.size() || s.empty())
           return "must be a decimal integer, got '" + s + "'";
+        s = std::to_string(v);  // canonical: CLI11 would read a leading 0 as octal (010 = 8)
         return std::string();
       },
       "INT");

@@ -2,6 +2,7 @@
 // the updates and checkpoints are in policy_update.cpp, the shared state in policy_impl.hpp.
 #include "policy_impl.hpp"
 
+#include <doppler/learner/trainer.hpp>
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/placer.hpp>
 #include <doppler/runtime/sim.hpp>
@@ -344,7 +345,10 @@ void joint_step(assignment_env& env, const rollout_cache& c, std::size_t n_dev, 
 }  // namespace
 
 episode policy::rollout(const problem& pb, const rollout_options& o) {
-  if (!(o.temperature > 0)) throw error(errc::bad_argument, "learner: temperature must be > 0");
+  if (!(o.temperature >= train_limits::temperature_min && o.temperature <= train_limits::temperature_max))
+    throw error(errc::bad_argument, "learner: temperature must be in [" + std::to_string(train_limits::temperature_min) +
+                                        ", " + std::to_string(train_limits::temperature_max) + "], got " +
+                                        std::to_string(o.temperature));
   if (o.follow_teacher && impl_->opt.kind != policy_kind::dual)
     throw error(errc::bad_argument, "learner: following the teacher (behaviour cloning) needs a dual policy, not " +
                                         policy_kind_name(impl_->opt.kind));

@@ -56,10 +56,10 @@ class memory_tracker {
 /// check_finite_levels' error when one is not finite.
 std::vector<double> default_bottom_levels(const graph& g, const cluster& c, const cost_model& cm);
 
-/// Throws errc::bad_value naming the op (and the device that cannot run it in finite time) when a
-/// bottom level in `levels` is inf or NaN: a device too slow for an op's FLOPs, or costs whose sum
-/// overflows a double. Placers would otherwise compare infinities.
-void check_finite_levels(const graph& g, const cluster& c, const cost_model& cm, std::span<const double> levels);
+/// Throws errc::bad_value naming the op when a bottom level in `levels` is inf or NaN: costs whose
+/// sum along a path overflows a double (an op's own non-finite time is refused before, by
+/// critical_path_costs). Placers would otherwise compare infinities.
+void check_finite_levels(const graph& g, const cluster& c, std::span<const double> levels);
 
 /// The bad_value error for op v's time t on device d, which is not finite.
 [[noreturn]] void refuse_op_time(const graph& g, const cluster& c, op_index v, device_index d, double t);

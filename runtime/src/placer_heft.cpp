@@ -41,7 +41,7 @@ class heft_placer final : public placer {
       mean_time[v] = s / n_dev;
     }
     auto rank = bottom_levels(g, mean_time, pc.edge);
-    check_finite_levels(g, c, cm, rank);
+    check_finite_levels(g, c, rank);
 
     std::vector<std::uint32_t> topo_pos(n);
     auto topo = g.topo_order();

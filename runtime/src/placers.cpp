@@ -49,10 +49,9 @@ void memory_tracker::fail(op_index v, std::string_view method) const {
   throw error(errc::infeasible, "", "",
               fmt::format("{}: could not place graph '{}' in the memory of cluster '{}': op '{}' needs {:.4g} "
                           "bytes but after {}'s earlier choices the most free memory on any device is {:.4g} "
-                          "bytes (graph outputs total {:.4g} bytes); another placement may fit (metis balances "
-                          "memory)",
+                          "bytes (graph outputs total {:.4g} bytes); another placement may fit{}",
                           method, g_.name(), c_.name(), g_[v].id, g_[v].bytes, method, free_max,
-                          g_.total_bytes()));
+                          g_.total_bytes(), method == "metis" ? "" : " (metis balances memory)"));
 }
 
 void memory_tracker::check_total(std::string_view method) const {
@@ -69,7 +68,7 @@ void memory_tracker::check_total(std::string_view method) const {
 std::vector<double> default_bottom_levels(const graph& g, const cluster& c, const cost_model& cm) {
   auto pc = critical_path_costs(g, c, cm);
   auto bl = bottom_levels(g, pc.node, pc.edge);
-  check_finite_levels(g, c, cm, bl);
+  check_finite_levels(g, c, bl);
   return bl;
 }
 
@@ -80,17 +79,11 @@ std::vector<double> default_bottom_levels(const graph& g, const cluster& c, cons
                           excerpt(g[v].id), t, excerpt(c[d].id), excerpt(c.name()), g[v].flops, c[d].flops));
 }
 
-void check_finite_levels(const graph& g, const cluster& c, const cost_model& cm, std::span<const double> levels) {
+void check_finite_levels(const graph& g, const cluster& c, std::span<const double> levels) {
   auto bad = std::find_if(levels.begin(), levels.end(), [](double x) { return !std::isfinite(x); });
   if (bad == levels.end()) return;
-  // An infinite level propagates to every op upstream: name the op that cannot run in finite time.
-  for (op_index v = 0; v < levels.size(); ++v) {
-    if (std::isfinite(levels[v])) continue;
-    for (device_index d = 0; d < c.device_count(); ++d) {
-      double t = cm.op_time(g[v], c[d]);
-      if (!std::isfinite(t)) refuse_op_time(g, c, v, d, t);
-    }
-  }
+  // Every op's time is finite on every device (critical_path_costs, run before, refuses it): the
+  // sum along a path overflowed.
   auto v = static_cast<op_index>(bad - levels.begin());
   throw error(errc::bad_value, fmt::format("the path from op '{}' to the end of graph '{}' takes longer than a "
                                            "double can hold on cluster '{}': costs out of range",

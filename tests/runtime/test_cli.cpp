@@ -390,6 +390,10 @@ TEST_CASE("cli: --streams, --jitter, --budget and --seed are range-checked") {
   CHECK(big.err.find("--dim: must be within 64 bits") != std::string::npos);
   CHECK(big.err.find("got 99999999999999999999") != std::string::npos);
   CHECK(big.err.find("got 9223372036854775807") == std::string::npos);
+  // A leading zero is decimal, as the check said (CLI11 alone reads 010 as octal 8).
+  REQUIRE(run(d, "workload ffnn --dim 010 --ffn 20 --heads 2 -o w010.json").rc == 0);
+  REQUIRE(run(d, "workload ffnn --dim 10 --ffn 20 --heads 2 -o w10.json").rc == 0);
+  CHECK(slurp(d / "w010.json") == slurp(d / "w10.json"));
   for (std::string args : {"simulate --graph tiny.json --cluster p100x4 --streams 1000000000",
                            "simulate --graph tiny.json --cluster p100x4 --streams 0",
                            "place --graph tiny.json --cluster p100x4 --streams 2000000000",
