@@ -138,6 +138,13 @@ void check_network(const cluster& c, const comm::demand& d, const comm::plan_opt
 
 std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
 
+/// What is planned: "NAME on CLUSTER: N chunks of B bytes"; a demand file without a name is named by
+/// `spec`, the --demand value.
+void print_demand(const comm::demand& d, const cluster& c, const std::string& spec) {
+  std::cout << fmt::format("{} on {}: {} chunks of {} bytes\n", d.name.empty() ? spec : d.name, c.name(),
+                           d.chunks.size(), d.chunk_bytes);
+}
+
 void print_result(const comm::plan_result& r) {
   const auto& s = r.sched;
   std::cout << fmt::format("method {}: {} epochs of {:.4g} s = {:.4g} s, algbw {} ({:.1f}% of the bound {:.4g} s, "
@@ -203,9 +210,7 @@ void add_plan_comm(CLI::App& app) {
       throw error(errc::bad_argument, "", "--replan-epoch", "needs --warm-start (the schedule to re-plan)");
     }
     comm::plan_result r = comm::plan(c, d, o->p);
-    // What was planned (a bare plan-comm runs on its defaults: an allgather of 1 MiB chunks on dgx1-v100).
-    std::cout << fmt::format("{} on {}: {} chunks of {} bytes\n", d.name.empty() ? o->d.spec : d.name, c.name(),
-                             d.chunks.size(), d.chunk_bytes);
+    print_demand(d, c, o->d.spec);  // a bare plan-comm runs on its defaults: say what it planned
     print_result(r);
     if (!o->out.empty()) comm::save_schedule(r.sched, c, o->out);
     if (!o->trace.empty()) {
@@ -340,7 +345,7 @@ void add_compare_comm(CLI::App& app) {
     std::vector<std::pair<std::string, comm::plan_result>> rows;
     std::string csv = "method,epochs,epoch_seconds,transfer_seconds,algbw_GBps,bound_seconds,percent_of_bound,"
                       "alpha_beta_seconds,sends,solve_seconds,optimal_epochs,status\n";
-    std::cout << fmt::format("{} on {}: {} chunks of {} bytes\n", d.name, c.name(), d.chunks.size(), d.chunk_bytes);
+    print_demand(d, c, o->d.spec);
     std::cout << fmt::format("{:<8} {:>7} {:>12} {:>12} {:>9} {:>12} {:>10}  {}\n", "method", "epochs", "time (s)",
                              "algbw GB/s", "% bound", "α-β (s)", "solve (s)", "");
     for (const std::string& m : methods) {

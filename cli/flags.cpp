@@ -22,20 +22,29 @@
 
 namespace doppler::cli {
 
+namespace {
+
+/// Reads `s` as a whole decimal T with nothing around it (CLI11 alone reads "+5", " 5", "0x10" and a
+/// leading 0 as octal, and clamps what lies beyond T's range without a word) and rewrites it in
+/// canonical decimal for CLI11 to convert. Returns the reason it is not one, or "" when it is.
+template <class T>
+std::string canonical_integer(std::string& s, const std::string& out_of_range) {
+  T v{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) return out_of_range + ", got " + s;
+  if (ec != std::errc() || end != s.data() + s.size()) return "must be a decimal integer (digits only), got '" + s + "'";
+  s = std::to_string(v);
+  return {};
+}
+
+}  // namespace
+
 CLI::Validator non_negative() {
   return CLI::Validator(
       [](std::string& s) {
         if (s.find('-') != std::string::npos) return "must be >= 0, got " + s;
-        // Digits only: CLI11 reads "+5", " 5" and "0x10" too, and would clamp what lies beyond
-        // 2^64 - 1 (or wrap " -1") without a word.
-        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-          return "must be a decimal integer (digits only), got '" + s + "'";
-        std::uint64_t v = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec == std::errc::result_out_of_range)
-          return "must be at most " + std::to_string(std::numeric_limits<std::uint64_t>::max()) + ", got " + s;
-        s = std::to_string(v);  // canonical: CLI11 would read a leading 0 as octal (010 = 8)
-        return std::string();
+        return canonical_integer<std::uint64_t>(
+            s, "must be at most " + std::to_string(std::numeric_limits<std::uint64_t>::max()));
       },
       "N >= 0");
 }
@@ -43,15 +52,8 @@ CLI::Validator non_negative() {
 CLI::Validator int64_text() {
   return CLI::Validator(
       [](std::string& s) {
-        std::int64_t v = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec == std::errc::result_out_of_range)
-          return "must be within 64 bits (at most " + std::to_string(std::numeric_limits<std::int64_t>::max()) +
-                 "), got " + s;
-        if (ec != std::errc() || end != s.data() + s.size() || s.empty())
-          return "must be a decimal integer, got '" + s + "'";
-        s = std::to_string(v);  // canonical: CLI11 would read a leading 0 as octal (010 = 8)
-        return std::string();
+        return canonical_integer<std::int64_t>(
+            s, "must be within 64 bits (at most " + std::to_string(std::numeric_limits<std::int64_t>::max()) + ")");
       },
       "INT");
 }

@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string_view>
 
 namespace doppler {
 
@@ -95,10 +98,10 @@ cost_model cost_model::parse(std::string_view text, const std::string& file) {
   json_reader r(file);
   r.expect_format(root, format_tag);
   // A misspelt field ("bandwith", "overhed") would silently keep the default: refused.
+  static constexpr std::string_view fields[] = {"format", "efficiency", "bandwidth", "overhead", "host_cores"};
   for (const auto& [key, value] : root.items())
-    if (key != "format" && key != "efficiency" && key != "bandwidth" && key != "overhead" && key != "host_cores")
-      r.fail(errc::bad_value, key,
-             "unknown field (a doppler-costs/1 file has format, efficiency, bandwidth, overhead, host_cores)");
+    if (std::find(std::begin(fields), std::end(fields), key) == std::end(fields))
+      r.fail(errc::bad_value, key, fmt::format("unknown field (a doppler-costs/1 file has {})", fmt::join(fields, ", ")));
   auto it = root.find("efficiency");
   if (it == root.end()) r.fail(errc::missing_field, "efficiency", "required object is missing");
   r.expect_object(*it, "efficiency");

@@ -76,16 +76,13 @@ placement cp_place(const graph& g, const cluster& c, const cost_model& cm, std::
   std::vector<op_index> tied_ops;
   std::vector<device_index> tied_devs;
   // Ready ops live in the heap `ready`, or, once tied at the top, in `pool`: ops of bottom level
-  // exactly pool_bl, the maximum of all ready ops (an op's consumers never have a larger bottom
-  // level), kept there across steps while they stay tied.
+  // exactly pool_bl, the maximum of all ready ops, kept there across steps while they stay tied.
+  // Nothing that becomes ready can rise above them: bl[u] = time(u) + max over consumers s of
+  // (comm(u) + bl[s]) with non-negative terms, so no consumer's bottom level exceeds its producer's.
   tie_pool pool;
   double pool_bl = 0;
   while (!ready.empty() || !pool.empty()) {
     // Select: every ready op of maximum bottom level (nearly equal), one of them at random.
-    if (!pool.empty() && !ready.empty() && ready.top().bl > pool_bl) {  // not expected; stay exact
-      for (op_index u : pool) ready.push({bl[u], u});
-      pool.clear();
-    }
     const double top = pool.empty() ? ready.top().bl : pool_bl;
     pool_bl = top;
     tied_ops.clear();  // ops nearly but not exactly at top (rare): then all the tied ones, sorted

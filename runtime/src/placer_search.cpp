@@ -20,12 +20,11 @@
 
 #include "placer_common.hpp"
 
-#include <limits>
-#include <string>
-
 #include <doppler/runtime/error.hpp>
 
 #include <cmath>
+#include <limits>
+#include <string>
 #include <random>
 
 namespace doppler::detail {
@@ -47,8 +46,7 @@ class search_placer final : public placer {
     placer_options sub = opt;
     sub.progress = nullptr;
     placement start;
-    double start_cost = std::numeric_limits<double>::infinity();
-    bool have_start = false;
+    double start_cost = std::numeric_limits<double>::infinity();  // inf: no start yet
     std::string first_refusal;  // the first start placer's reason, if none fits
     auto consider = [&](const char* method, const placer_options& po) {  // the best heuristic start
       placement alt;
@@ -61,10 +59,9 @@ class search_placer final : public placer {
         return;
       }
       double alt_cost = score(alt);
-      if (!have_start || alt_cost < start_cost) {  // earlier wins ties
+      if (alt_cost < start_cost) {  // earlier wins ties (makespans are finite)
         start = std::move(alt);
         start_cost = alt_cost;
-        have_start = true;
       }
     };
     if (opt.start) {  // the caller's start, e.g. a learned placement to refine
@@ -78,8 +75,8 @@ class search_placer final : public placer {
         per_edge.sim.transfers = nullptr;
         for (const char* m : {"cp", "heft"}) consider(m, per_edge);
       }
-      if (!have_start) consider("metis", sub);  // balances memory too; a start of last resort
-      if (!have_start)
+      if (std::isinf(start_cost)) consider("metis", sub);  // balances memory too; a start of last resort
+      if (std::isinf(start_cost))
         throw error(errc::infeasible, "", "",
                     "search: no start placement fits in memory (cp, heft, m-etf, round-robin, single and metis "
                     "each failed); the first reason: " + first_refusal);
