@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <numeric>
 
@@ -229,11 +230,18 @@ std::vector<policy_row> parse_policy_rows(const std::vector<std::string>& values
 }
 
 /// One row of `compare`'s table from the makespans and placing times of its seeds (or checkpoints).
+// A makespan over a reference (the lower bound, the best row): 1 when they are equal, zero included
+// (a graph whose ops cost nothing), infinite when only the reference is zero (written null in --json).
+double makespan_ratio(double makespan, double reference) {
+  if (makespan == reference) return 1.0;
+  return reference > 0 ? makespan / reference : std::numeric_limits<double>::infinity();
+}
+
 nlohmann::json compare_row(const std::string& name, const std::vector<double>& spans,
                            const std::vector<double>& times, double lb, bool learned) {
   auto st = summarize(spans);
   return {{"method", name}, {"learned", learned}, {"makespan_s", st.mean}, {"std_s", st.std}, {"best_s", st.min},
-          {"runs", spans.size()}, {"ratio_lower_bound", lb > 0 ? st.mean / lb : 0.0},
+          {"runs", spans.size()}, {"ratio_lower_bound", makespan_ratio(st.mean, lb)},
           {"place_time_s", std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size())}};
 }
 
@@ -500,18 +508,20 @@ void add_sim_commands(CLI::App& app) {
 #endif
       // ratio_best: to the best row; ratio_best_heuristic: to the best non-learned row (the issue's
       // "DOPPLER vs the best non-learned placer"), present when there is one.
-      double best = rows[0]["makespan_s"].get<double>(), best_heuristic = 0;
-      std::string best_heuristic_name;
+      double best = rows[0]["makespan_s"].get<double>();
+      double best_heuristic = std::numeric_limits<double>::infinity();
+      std::string best_heuristic_name;  // empty: no non-learned row
       for (auto& r : rows) {
         best = std::min(best, r["makespan_s"].get<double>());
-        if (!r["learned"].get<bool>() && (best_heuristic == 0 || r["makespan_s"].get<double>() < best_heuristic)) {
+        if (!r["learned"].get<bool>() && r["makespan_s"].get<double>() < best_heuristic) {
           best_heuristic = r["makespan_s"].get<double>();
           best_heuristic_name = r["method"].get<std::string>();
         }
       }
       for (auto& r : rows) {
-        r["ratio_best"] = best > 0 ? r["makespan_s"].get<double>() / best : 0.0;
-        if (best_heuristic > 0) r["ratio_best_heuristic"] = r["makespan_s"].get<double>() / best_heuristic;
+        r["ratio_best"] = makespan_ratio(r["makespan_s"].get<double>(), best);
+        if (!best_heuristic_name.empty())
+          r["ratio_best_heuristic"] = makespan_ratio(r["makespan_s"].get<double>(), best_heuristic);
       }
       nlohmann::json out = {{"graph", g.name()}, {"cluster", c.name()}, {"model", o->f.model}, {"mode", o->f.mode},
                             {"transfers", o->f.transfers},

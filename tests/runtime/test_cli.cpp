@@ -235,58 +235,6 @@ TEST_CASE("cli: simulate --transfers planned moves shared tensors by plan on dgx
   CHECK(nlohmann::json::parse(ring.out)["transfers"] == "planned");
 }
 
-TEST_CASE("cli: compare --json, csv and svg") {
-  temp_dir d;
-  auto r = run(d, "compare --graph '" + paper_dir + "/chain_mm_112nodes.txt' --cluster doppler-paper:4 --model simple "
-                  "--methods cp,heft,round-robin,search --seeds 2 --budget 100 --csv r.csv --svg r.svg --json");
-  REQUIRE_MESSAGE(r.rc == 0, r.err);
-  auto j = nlohmann::json::parse(r.out);
-  REQUIRE(j["rows"].size() == 4);
-  CHECK(j["rows"][0]["method"] == "cp");
-  double best = 1e300;
-  for (auto& row : j["rows"]) {
-    CHECK(row["makespan_s"].get<double>() >= j["lower_bound_s"].get<double>() * (1 - 1e-9));
-    best = std::min(best, row["makespan_s"].get<double>());
-  }
-  for (auto& row : j["rows"]) CHECK(row["ratio_best"].get<double>() == doctest::Approx(row["makespan_s"].get<double>() / best));
-  std::string csv = slurp(d / "r.csv");
-  CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
-  CHECK(csv.rfind("method,", 0) == 0);
-  std::string svg = slurp(d / "r.svg");
-  CHECK(svg.rfind("<svg", 0) == 0);
-  CHECK(svg.find("heft") != std::string::npos);
-  r = run(d, "compare --graph '" + paper_dir + "/chain_mm_112nodes.txt' --cluster doppler-paper:4 --methods cp,bogus");
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("bogus") != std::string::npos);
-}
-
-TEST_CASE("cli: compare leaves out a method that cannot fit the graph in memory, with a note") {
-  temp_dir d;
-  // Three 10-byte devices and four ops: single cannot hold 25 bytes on g0, and cp, heft and m-etf
-  // fill every device before the 10-byte op; round-robin, random, metis and search fit.
-  write(d / "mem3.json", R"({"format":"doppler-cluster/1","name":"mem3","devices":[
-    {"id":"g0","kind":"gpu","flops":1e10,"memory":10},{"id":"g1","kind":"gpu","flops":1e10,"memory":10},
-    {"id":"g2","kind":"gpu","flops":1e10,"memory":10}],"links":[
-    {"src":"g0","dst":"g1","bandwidth":1e10,"duplex":true},{"src":"g0","dst":"g2","bandwidth":1e10,"duplex":true},
-    {"src":"g1","dst":"g2","bandwidth":1e10,"duplex":true}]})");
-  write(d / "pack.json", R"({"format":"doppler-graph/1","name":"pack","ops":[
-    {"id":"d","kind":"synthetic","flops":0,"bytes":10},{"id":"a","kind":"synthetic","flops":1e9,"bytes":5},
-    {"id":"b","kind":"synthetic","flops":1e9,"bytes":5},{"id":"c","kind":"synthetic","flops":1e9,"bytes":5}]})");
-  auto r = run(d, "compare --graph pack.json --cluster mem3.json --seeds 2 --budget 10 --json");
-  REQUIRE_MESSAGE(r.rc == 0, r.err);
-  auto j = nlohmann::json::parse(r.out);
-  std::vector<std::string> rows, left_out;
-  for (auto& row : j["rows"]) rows.push_back(row["method"]);
-  for (auto& x : j["infeasible"]) left_out.push_back(x["method"]);
-  CHECK(rows == std::vector<std::string>{"round-robin", "random", "metis", "search"});
-  CHECK(left_out == std::vector<std::string>{"single", "cp", "heft", "m-etf"});
-  CHECK(r.err.find("note: single left out (seed 0)") != std::string::npos);
-  // When no method fits, compare fails naming it.
-  r = run(d, "compare --graph pack.json --cluster mem3.json --methods single,cp");
-  CHECK(r.rc == 2);
-  CHECK(r.err.find("no method placed the graph") != std::string::npos);
-}
-
 TEST_CASE("cli: bad input exits 2 naming the file and the path") {
   temp_dir d;
   write(d / "bad.json", R"({"format": "doppler-graph/1", "ops": [{"id": "x", "kind": "silu", "inputs": ["nope"]}]})");

@@ -356,6 +356,34 @@ TEST_CASE("memory: a greedy packing that fails is told from a graph that cannot 
   }
 }
 
+TEST_CASE("memory: search falls back to metis when every other start placer fails") {
+  // Two 10-byte devices; x and y (5 bytes, one unit of work each) feed z (10 bytes, two units).
+  // single holds 20 bytes on g0; round-robin, cp, heft and m-etf put x and y on different devices
+  // and have no room left for z. metis balances the work as {x, y} | {z}, which fits: search's start
+  // of last resort, without which search would fail.
+  std::vector<device> devs;
+  for (const char* id : {"g0", "g1"}) devs.push_back({id, device_kind::gpu, 1e10, 10, "h"});
+  cluster c("mem2", devs, {}, {{"g0", "g1", 1e10, 0.0, true}});
+  auto sized = [](std::string id, double work, double bytes, std::vector<std::string> inputs = {}) {
+    op_spec s = syn(std::move(id), work, 0, std::move(inputs));
+    s.bytes = bytes;
+    return s;
+  };
+  graph g = build("pack2", {sized("x", 1, 5), sized("y", 1, 5), sized("z", 2, 10, {"x", "y"})});
+  cost_model cm;
+  for (const char* fails : {"single", "round-robin", "cp", "heft", "m-etf"}) {
+    CAPTURE(fails);
+    CHECK_THROWS_AS(make_placer(fails)->place(g, c, cm, quick()), error);
+  }
+  placement m = make_placer("metis")->place(g, c, cm, quick());
+  placement s = make_placer("search")->place(g, c, cm, quick());
+  for (const placement* p : {&m, &s}) {
+    CHECK(p->device[idx(g, "x")] == p->device[idx(g, "y")]);
+    CHECK(p->device[idx(g, "z")] != p->device[idx(g, "x")]);
+  }
+  CHECK(s.method == "search");
+}
+
 TEST_CASE("an op whose time on some device is not finite is refused by every placer, naming op and device") {
   // cp and m-etf choose devices by start time alone: they put y on the 1 FLOP/s device, where its
   // 1e308 FLOPs at a reduction's efficiency take longer than a double holds (cp then blamed memory,
