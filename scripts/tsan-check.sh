@@ -49,22 +49,24 @@ if [[ -n "$caf_source" ]]; then
     tar -xzf "$caf_source" -C "$caf_dir"
   fi
 elif [[ ! -f "$src/CMakeLists.txt" ]]; then
-  added=""
-  if ! (cd "$caf_dir" && apt-get source --download-only actor-framework >/dev/null 2>&1); then
+  # The .orig tarball is all we need (apt-get fails when the Debian tarball is missing from the
+  # mirror, as it is for 0.17.6-2.1, so its status is not the test).
+  fetch() { (cd "$caf_dir" && apt-get source --download-only actor-framework >/dev/null 2>&1) || true; }
+  orig() { ls "$caf_dir"/actor-framework_0.17.6*.orig.tar.gz 2>/dev/null | head -1; }
+  fetch
+  if [[ -z "$(orig)" ]]; then
     [[ $(id -u) -eq 0 ]] || {
-      echo "tsan-check.sh: apt has no deb-src entry; add one or pass --caf-source (see --help)" >&2
+      echo "tsan-check.sh: could not fetch CAF's source (no deb-src entry in apt's sources?); add one or pass --caf-source" >&2
       exit 2
     }
     added=/etc/apt/sources.list.d/doppler-tsan-src.sources
     printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' >"$added"
     trap 'rm -f "$added"; apt-get update -qq >/dev/null 2>&1 || true' EXIT
     apt-get update -qq >/dev/null
-    # The .orig tarball is all we need; the Debian tarball may be missing from the mirror.
-    (cd "$caf_dir" && apt-get source --download-only actor-framework >/dev/null 2>&1) || true
+    fetch
   fi
-  tarball=$(ls "$caf_dir"/actor-framework_0.17.6*.orig.tar.gz 2>/dev/null | head -1)
-  [[ -n "$tarball" ]] || { echo "tsan-check.sh: could not fetch CAF 0.17.6's source" >&2; exit 2; }
-  tar -xzf "$tarball" -C "$caf_dir"
+  [[ -n "$(orig)" ]] || { echo "tsan-check.sh: could not fetch CAF 0.17.6's source" >&2; exit 2; }
+  tar -xzf "$(orig)" -C "$caf_dir"
 fi
 [[ -f "$src/libcaf_core/caf/actor.hpp" ]] || { echo "tsan-check.sh: $src is not a CAF source tree" >&2; exit 2; }
 grep -q 'CAF_VERSION 1706' "$src/libcaf_core/caf/config.hpp" ||
