@@ -65,23 +65,17 @@ network::network(const cluster& c, double chunk_bytes, epoch_mode mode, double t
   for (link_index l = 0; l < c.links().size(); ++l) {
     if (gone[l]) continue;
     const link& k = c.links()[l];
-    // Two shapes the model cannot express, refused rather than planned wrong:
-    // - a switch's onward send leaves in the epoch the chunk entered it, and its link's offset counts
-    //   the α into that switch: one switch between devices. Along a chain of switches the earlier
-    //   hops' α would be dropped (a leaf-spine path planned 21 epochs where its α alone took 40);
-    // - a send names its link by its two ends, so two links with the same ends cannot be told apart.
+    // A shape the model cannot express, refused rather than planned wrong: a switch's onward send
+    // leaves in the epoch the chunk entered it, and its link's offset counts the α into that switch:
+    // one switch between devices. Along a chain of switches the earlier hops' α would be dropped (a
+    // leaf-spine path planned 21 epochs where its α alone took 40). (A send names its link by its two
+    // ends; the cluster itself refuses two links with the same ends.)
     if (is_switch(k.src) && is_switch(k.dst))
       throw error(errc::bad_argument, "", "links",
                   fmt::format("{}: link {} -> {} joins two switches; the comm planner models one switch between "
                               "devices (a switch forwards in the epoch a chunk enters it), not chains of switches: "
                               "model the fabric as one switch",
                               c.name(), c.node_id(k.src), c.node_id(k.dst)));
-    for (std::uint32_t other : out_[k.src])
-      if (links_[other].dst == k.dst)
-        throw error(errc::bad_argument, "", "links",
-                    fmt::format("{}: two links {} -> {}; the comm planner names a send by its ends: merge them "
-                                "into one link with the summed bandwidth",
-                                c.name(), c.node_id(k.src), c.node_id(k.dst)));
     te_link t;
     t.src = k.src;
     t.dst = k.dst;

@@ -136,6 +136,19 @@ cluster::cluster(std::string name, std::vector<device> devices, std::vector<std:
     links_.push_back({src, dst, s.bandwidth, s.latency, spec});
     if (s.duplex) links_.push_back({dst, src, s.bandwidth, s.latency, spec});
   }
+  // One directed link per ordered pair: routes take one link between two nodes, so a second one
+  // (e.g. two NVLinks written as two links) would be ignored by the simulator, its bandwidth lost
+  // silently, and the comm planner names a send by its ends.
+  {
+    std::unordered_map<std::uint64_t, std::uint32_t> first;  // (src, dst) -> spec of its first link
+    for (const link& l : links_) {
+      auto [it, fresh] = first.emplace((std::uint64_t{l.src} << 32) | l.dst, l.spec);
+      if (!fresh)
+        fail(errc::bad_value, path_of("links", l.spec, nullptr),
+             "a second link " + node_id(l.src) + " -> " + node_id(l.dst) + " (links[" + std::to_string(it->second) +
+                 "] already joins them): merge them into one link with the summed bandwidth");
+    }
+  }
 
   // All-pairs device routes: Dijkstra from every device over all nodes with the lexicographic key
   // (latency, hops, -bottleneck). The key is monotone under extension (latency and hops only grow,

@@ -350,6 +350,11 @@ TEST_CASE("bad cluster files are rejected with the JSON path and the reason") {
   expect_bad(with_links(R"({"src": "a", "dst": "b", "bandwidth": 1, "duplex": "yes"})"), errc::bad_type,
              "links[0].duplex");
   expect_bad(with_links(R"([])"), errc::bad_type, "links[0]");
+  // A second link between the same two nodes: routes take one, so the simulator ignored the other's
+  // bandwidth (over two 1e9 B/s links 2 GB took 2 s, as over one) and only the comm planner refused it.
+  expect_bad(with_links(ab + ", " + ab), errc::bad_value, "links[1]");
+  expect_error([&] { parse_cluster(with_links(ab + R"(, {"src": "b", "dst": "a", "bandwidth": 1})")); },
+               errc::bad_value, "a second link b -> a (links[0] already joins them): merge them");
   // Finite but absurd numbers (typos, unit mix-ups) are refused by cluster_limits, naming the range.
   expect_bad(doc(R"({"id": "a", "kind": "gpu", "flops": 1e-200, "memory": 1})"), errc::bad_value,
              "devices[0].flops");
