@@ -5,7 +5,8 @@ Writes one valid file of each format doppler reads (a graph, a cluster, a placem
 demand, a schedule, a paper .txt graph), then N times: picks a format, mutates its file (JSON-aware:
 a value replaced by another type, a huge, negative, fractional or non-finite number, a key dropped,
 renamed or added, an array element dropped or repeated; or byte-level: truncation, a flipped,
-inserted or NUL byte) and runs the commands that read that format on it. doppler must answer every
+inserted or NUL byte) and runs the commands that read that format on it (a graph also through
+`doppler run` on real CPU kernels). doppler must answer every
 mutation with exit 0, 1 or 2 and, for 1 and 2, a `doppler:` line on stderr, within the time limit,
 with no sanitizer report: a crash (signal), a hang, another exit code, a silent failure or an
 ASan/UBSan/TSan report counts as a finding. Findings are written (input, command, output) under
@@ -28,6 +29,11 @@ import sys
 import tempfile
 
 FORMATS = ["graph", "cluster", "placement", "costs", "demand", "schedule", "paper"]
+# Opt-in (--formats): they need LibTorch (doppler hands train / place-learned to doppler-learn) and
+# each command loads it, so they are slower.
+LEARNER_FORMATS = ["curriculum", "policy"]
+TINY_TRAIN = ["train", "--graph", "graph.json", "--cluster", "p100x4", "--il-episodes", "2", "--rl-episodes", "2",
+              "--hidden", "8", "--steps", "1"]
 
 SPECIAL_NUMBERS = ["0", "-1", "1e308", "-1e308", "1e400", "-1e400", "4294967296", "18446744073709551616",
                    "9007199254740993", "0.5", "-0.0", "1e-320", "NaN", "Infinity", "2147483648"]
@@ -45,7 +51,7 @@ def sh(cmd, cwd, timeout):
         return None, out, err
 
 
-def seeds(doppler, work, timeout):
+def seeds(doppler, work, timeout, fmts):
     """Valid files of every format, written by doppler itself where it can."""
     def must(cmd):
         rc, out, err = sh([doppler] + cmd, work, timeout)
@@ -65,8 +71,20 @@ def seeds(doppler, work, timeout):
     must(["plan-comm", "--cluster", "p100x4", "--demand", "demand.json", "--method", "greedy", "-o", "schedule.json"])
     shutil.copy(os.path.join(here, "..", "workloads", "doppler-paper", "chain_mm_112nodes.txt"),
                 os.path.join(work, "paper.txt"))
-    return {"graph": "graph.json", "cluster": "cluster.json", "placement": "placement.json", "costs": "costs.json",
-            "demand": "demand.json", "schedule": "schedule.json", "paper": "paper.txt"}
+    files = {"graph": "graph.json", "cluster": "cluster.json", "placement": "placement.json", "costs": "costs.json",
+             "demand": "demand.json", "schedule": "schedule.json", "paper": "paper.txt"}
+    if "curriculum" in fmts:  # every section, small numbers (flags bound the episodes anyway)
+        with open(os.path.join(work, "curriculum.json"), "w") as f:
+            json.dump({"format": "doppler-curriculum/1",
+                       "phases": {"il_episodes": 2, "rl_episodes": 2, "batch": 2},
+                       "imitation": {"teacher": "cp", "lr": 0.001, "epsilon": 0.1},
+                       "reinforce": {"lr": 0.0005, "lr_final": 0.1, "temperature": 0.7, "entropy": 0.01},
+                       "policy": {"hidden": 8, "steps": 1}}, f)
+        files["curriculum"] = "curriculum.json"
+    if "policy" in fmts:
+        must(TINY_TRAIN + ["-o", "policy.pt"])
+        files["policy"] = "policy.pt"
+    return files
 
 
 def commands(fmt, f):
@@ -74,7 +92,10 @@ def commands(fmt, f):
     sim = ["simulate", "--graph", "graph.json", "--cluster", "cluster.json", "--json"]
     return {
         "graph": [["validate", f], ["simulate", "--graph", f, "--cluster", "cluster.json", "--json"],
-                  ["place", "--graph", f, "--cluster", "cluster.json", "--method", "search", "--budget", "20", "-o", "-"]],
+                  ["place", "--graph", f, "--cluster", "cluster.json", "--method", "search", "--budget", "20", "-o", "-"],
+                  # real kernels on the actor runtime: what validates must also execute, or fail cleanly
+                  ["run", "--graph", f, "--cluster", "cpu:2", "--backend", "cpu", "--warmup", "0", "--repeat", "1",
+                   "--timeout", "60"]],
         "cluster": [["validate", f], ["simulate", "--graph", "graph.json", "--cluster", f, "--json"],
                     ["plan-comm", "--cluster", f, "--method", "greedy"]],
         "placement": [["validate", f, "--graph", "graph.json", "--cluster", "cluster.json"], sim + ["--placement", f],
@@ -87,6 +108,9 @@ def commands(fmt, f):
         "schedule": [["validate", f, "--cluster", "p100x4"],
                      ["check-schedule", f, "--cluster", "p100x4", "--demand", "demand.json"]],
         "paper": [["validate", f], ["simulate", "--graph", f, "--cluster", "doppler-paper:4", "--model", "simple"]],
+        "curriculum": [TINY_TRAIN + ["--config", f, "-o", "out.pt"]],
+        "policy": [["place-learned", "--graph", "graph.json", "--cluster", "p100x4", "--policy", f, "-o", "-"],
+                   TINY_TRAIN + ["--init", f, "-o", "out.pt"]],
     }[fmt]
 
 
@@ -217,7 +241,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="", help="directory for findings (default: a temporary one, kept if any)")
     ap.add_argument("--timeout", type=float, default=30, help="seconds per command (default 30)")
-    ap.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset of " + ",".join(FORMATS))
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    help="comma-separated subset of " + ",".join(FORMATS + LEARNER_FORMATS) + " (default: all but " +
+                    " and ".join(LEARNER_FORMATS) + ", which need LibTorch)")
     ap.add_argument("--log", default="", help="also write every command's mutation, exit code and first stderr line "
                     "here (TSV), e.g. to review what was accepted")
     a = ap.parse_args()
@@ -225,16 +251,16 @@ def main():
     if not os.access(doppler, os.X_OK):
         sys.exit(f"fuzz_inputs.py: no doppler binary at {a.doppler}")
     fmts = [f for f in a.formats.split(",") if f]
-    bad = [f for f in fmts if f not in FORMATS]
+    bad = [f for f in fmts if f not in FORMATS + LEARNER_FORMATS]
     if bad or not fmts:
-        sys.exit(f"fuzz_inputs.py: unknown format(s) {bad}; known: {','.join(FORMATS)}")
+        sys.exit(f"fuzz_inputs.py: unknown format(s) {bad}; known: {','.join(FORMATS + LEARNER_FORMATS)}")
     if a.n < 0:
         sys.exit("fuzz_inputs.py: -n must be >= 0")
     rng = random.Random(a.seed)
     work = tempfile.mkdtemp(prefix="doppler_fuzz_")
     out_dir = a.out or os.path.join(work, "findings")
     try:
-        files = seeds(doppler, work, a.timeout)
+        files = seeds(doppler, work, a.timeout, fmts)
         originals = {k: open(os.path.join(work, v), "rb").read() for k, v in files.items()}
         findings = 0
         runs = 0
@@ -243,7 +269,9 @@ def main():
         for i in range(a.n):
             fmt = rng.choice(fmts)
             data = originals[fmt]
-            if fmt == "paper":
+            if fmt == "policy":  # a zip archive: bytes only
+                mutated, desc = None, None
+            elif fmt == "paper":
                 text, desc = mutate_paper(data.decode(), rng) if rng.random() < 0.7 else (None, None)
                 mutated = text.encode() if text is not None else None
             elif rng.random() < 0.75:
