@@ -94,6 +94,9 @@ placement parse_placement(std::string_view text, const graph& g, const cluster& 
   r.expect_format(root, format_tag);
   placement p;
   p.method = r.opt_string(root, "method", "").value_or("");
+  // What it was made for: informative, not compared with the graph and cluster given, but a string.
+  r.opt_string(root, "graph", "");
+  r.opt_string(root, "cluster", "");
 
   auto it = root.find("assignment");
   if (it == root.end()) r.fail(errc::missing_field, "assignment", "required object is missing");

@@ -108,6 +108,11 @@ TEST_CASE("placement: bad inputs name the error class and the JSON path") {
   expect_bad(text(ga, R"(["x", "a", "h", "s"])"), errc::bad_value, "order[1]");  // a before its input h
   expect_bad(text(ga, R"({"x": 0})"), errc::bad_type, "order");
   expect_bad("{\"format\": ", errc::bad_json, "");
+  // graph, cluster and method are informative but strings (a fuzzed -1e308 for cluster passed).
+  for (const char* field : {"graph", "cluster", "method"})
+    expect_bad(R"({"format": "doppler-placement/1", ")" + std::string(field) + R"(": -1e308, "assignment": )" +
+                   good_assignment() + "}",
+               errc::bad_type, field);
   // A repeated key names its path (the last value once won silently), also inside an array.
   expect_bad(text(R"({"x": ")" + dev(1) + R"(", "x": ")" + dev(0) + R"(", "h": ")" + dev(0) + R"(", "a": ")" + dev(1) +
                   R"(", "s": ")" + dev(1) + "\"}"),
