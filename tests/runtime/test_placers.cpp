@@ -1,6 +1,6 @@
 // Placers: the cp teacher against a hand-worked example, tie reporting, validity on every workload
-// and paper graph, seeded determinism, memory, search never worse than its start (its own or a given one), and cp/heft unchanged
-// without a transfer planner.
+// and paper graph, seeded determinism, search never worse than its start (its own or a given one), and cp/heft unchanged
+// without a transfer planner. Memory and non-finite op times: test_placer_limits.cpp.
 #include <doppler/runtime/error.hpp>
 #include <doppler/runtime/graph_io.hpp>
 #include <doppler/runtime/placer.hpp>
@@ -8,6 +8,8 @@
 #include <doppler/runtime/tolerance.hpp>
 #include <doppler/runtime/transfer_plan.hpp>
 #include <doppler/runtime/workloads.hpp>
+
+#include "placer_fixtures.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,44 +23,8 @@
 #include <string>
 
 using namespace doppler;
+using namespace doppler::placer_test;
 
-namespace {
-
-/// A synthetic op: `flops` and `bytes` in units of 1e10, so on doppler-paper:N (1e10 FLOP/s devices,
-/// 1e10 B/s links, no latency) they are seconds of compute and of transfer.
-op_spec syn(std::string id, double flops, double bytes, std::vector<std::string> inputs = {}) {
-  op_spec s;
-  s.id = std::move(id);
-  s.kind = op_kind::synthetic;
-  s.inputs = std::move(inputs);
-  s.flops = flops * 1e10;
-  s.bytes = bytes * 1e10;
-  return s;
-}
-
-graph build(std::string name, std::vector<op_spec> specs) {
-  graph_builder b(std::move(name));
-  for (auto& s : specs) b.add(std::move(s));
-  return std::move(b).build();
-}
-
-op_index idx(const graph& g, std::string_view id) { return *g.find(id); }
-
-const std::vector<std::string> paper_files = {
-    "chain_mm_112nodes.txt", "ffnn_192nodes.txt", "transformer_block_215nodes.txt",
-    "full_transformer_layer_261nodes.txt", "8gpu_transformer_block.txt", "8gpu_full_transformer.txt"};
-
-graph paper(const std::string& f) { return load_graph(std::string(DOPPLER_PAPER_DIR) + "/" + f); }
-cluster paper_cluster(const std::string& f) { return make_preset(f.starts_with("8gpu") ? "doppler-paper:8" : "doppler-paper:4"); }
-
-placer_options quick(std::uint64_t seed = 0) {
-  placer_options o;
-  o.seed = seed;
-  o.budget = 40;
-  return o;
-}
-
-}  // namespace
 
 // The worked example (doppler-paper:2; time t, comm c in seconds, edges a→b, a→c, b→d, c→e, d→e):
 //
@@ -260,154 +226,6 @@ TEST_CASE("placers are deterministic for a seed") {
     std::set<std::vector<device_index>> seen;
     for (std::uint64_t s = 0; s < 8; ++s) seen.insert(make_placer(name)->place(g, c, cm, quick(s)).device);
     CHECK_MESSAGE(seen.size() > 1, name);
-  }
-}
-
-TEST_CASE("memory: placers spread a graph that fits only spread, and say when it cannot fit") {
-  // Two devices of 1000 bytes; four 400-byte outputs fit two per device.
-  std::vector<device> devs = {{"g0", device_kind::gpu, 1e10, 1000, "h"}, {"g1", device_kind::gpu, 1e10, 1000, "h"}};
-  cluster c("small", devs, {}, {{"g0", "g1", 1e10, 0.0, true}});
-  auto op400 = [](std::string id, std::vector<std::string> in) {
-    op_spec s = syn(std::move(id), 1, 0, std::move(in));
-    s.bytes = 400;
-    return s;
-  };
-  graph g = build("fits", {op400("a", {}), op400("b", {"a"}), op400("c", {"b"}), op400("d", {"c"})});
-  cost_model cm;
-  for (auto& name : placer_names()) {
-    CAPTURE(name);
-    if (name == "single") {
-      try {
-        make_placer(name)->place(g, c, cm, quick());
-        FAIL("single placed 1600 bytes on a 1000-byte device");
-      } catch (const error& e) {
-        CHECK(e.code() == errc::infeasible);
-        CHECK(std::string(e.what()).find("does not fit") != std::string::npos);
-      }
-      continue;
-    }
-    placement p = make_placer(name)->place(g, c, cm, quick());
-    double used[2] = {0, 0};
-    for (op_index v = 0; v < g.size(); ++v) used[p.device[v]] += g[v].bytes;
-    CHECK(used[0] <= 1000);
-    CHECK(used[1] <= 1000);
-  }
-  // Five 400-byte outputs (2000 ≤ 2000 total, but never more than two per device) cannot fit.
-  graph big = build("big", {op400("a", {}), op400("b", {"a"}), op400("c", {"b"}), op400("d", {"c"}), op400("e", {"d"})});
-  for (auto& name : placer_names()) {
-    CAPTURE(name);
-    try {
-      make_placer(name)->place(big, c, cm, quick());
-      FAIL("placed a graph that cannot fit");
-    } catch (const error& e) {
-      CHECK(e.code() == errc::infeasible);
-      CHECK(std::string(e.what()).find("big") != std::string::npos);
-    }
-  }
-  // Without respect_memory the simple placers ignore the limit.
-  placer_options loose = quick();
-  loose.respect_memory = false;
-  CHECK_NOTHROW(make_placer("single")->place(big, c, cm, loose));
-}
-
-TEST_CASE("memory: a greedy packing that fails is told from a graph that cannot fit, and search starts from a placer that fits") {
-  // Three 10-byte devices; a, b and c (5 bytes, one unit of work each) outrank d (10 bytes, no work).
-  // cp, heft and m-etf spread a, b, c over the three devices and then have no room for d, though
-  // round-robin and metis fit all four: their error must not say the graph does not fit, and search
-  // (whose first start candidate is cp) must still place it.
-  std::vector<device> devs;
-  for (const char* id : {"g0", "g1", "g2"}) devs.push_back({id, device_kind::gpu, 1e10, 10, "h"});
-  cluster c("mem3", devs, {},
-            {{"g0", "g1", 1e10, 0.0, true}, {"g0", "g2", 1e10, 0.0, true}, {"g1", "g2", 1e10, 0.0, true}});
-  auto sized = [](std::string id, double work, double bytes) {
-    op_spec s = syn(std::move(id), work, 0);
-    s.bytes = bytes;
-    return s;
-  };
-  graph g = build("pack", {sized("d", 0, 10), sized("a", 1, 5), sized("b", 1, 5), sized("c", 1, 5)});
-  cost_model cm;
-  for (const char* greedy : {"cp", "heft", "m-etf"}) {
-    CAPTURE(greedy);
-    try {
-      make_placer(greedy)->place(g, c, cm, quick());
-      FAIL("the greedy packing was expected to fill every device before d");
-    } catch (const error& e) {
-      CHECK(e.code() == errc::infeasible);
-      const std::string what = e.what();
-      CHECK(what.find("could not place graph 'pack'") != std::string::npos);
-      CHECK(what.find("op 'd'") != std::string::npos);
-      CHECK(what.find("does not fit") == std::string::npos);
-    }
-  }
-  for (const char* fits : {"round-robin", "metis", "search"}) {
-    CAPTURE(fits);
-    placement p = make_placer(fits)->place(g, c, cm, quick());
-    double used[3] = {0, 0, 0};
-    for (op_index v = 0; v < g.size(); ++v) used[p.device[v]] += g[v].bytes;
-    for (double u : used) CHECK(u <= 10);
-  }
-  // An op larger than every device: no placement can hold it, and the error says so.
-  graph huge = build("huge", {sized("x", 1, 11)});
-  try {
-    make_placer("cp")->place(huge, c, cm, quick());
-    FAIL("an 11-byte output was placed on 10-byte devices");
-  } catch (const error& e) {
-    CHECK(std::string(e.what()).find("largest device holds 10 bytes") != std::string::npos);
-  }
-}
-
-TEST_CASE("memory: search falls back to metis when every other start placer fails") {
-  // Two 10-byte devices; x and y (5 bytes, one unit of work each) feed z (10 bytes, two units).
-  // single holds 20 bytes on g0; round-robin, cp, heft and m-etf put x and y on different devices
-  // and have no room left for z. metis balances the work as {x, y} | {z}, which fits: search's start
-  // of last resort, without which search would fail.
-  std::vector<device> devs;
-  for (const char* id : {"g0", "g1"}) devs.push_back({id, device_kind::gpu, 1e10, 10, "h"});
-  cluster c("mem2", devs, {}, {{"g0", "g1", 1e10, 0.0, true}});
-  auto sized = [](std::string id, double work, double bytes, std::vector<std::string> inputs = {}) {
-    op_spec s = syn(std::move(id), work, 0, std::move(inputs));
-    s.bytes = bytes;
-    return s;
-  };
-  graph g = build("pack2", {sized("x", 1, 5), sized("y", 1, 5), sized("z", 2, 10, {"x", "y"})});
-  cost_model cm;
-  for (const char* fails : {"single", "round-robin", "cp", "heft", "m-etf"}) {
-    CAPTURE(fails);
-    CHECK_THROWS_AS(make_placer(fails)->place(g, c, cm, quick()), error);
-  }
-  placement m = make_placer("metis")->place(g, c, cm, quick());
-  placement s = make_placer("search")->place(g, c, cm, quick());
-  for (const placement* p : {&m, &s}) {
-    CHECK(p->device[idx(g, "x")] == p->device[idx(g, "y")]);
-    CHECK(p->device[idx(g, "z")] != p->device[idx(g, "x")]);
-  }
-  CHECK(s.method == "search");
-}
-
-TEST_CASE("an op whose time on some device is not finite is refused by every placer, naming op and device") {
-  // cp and m-etf choose devices by start time alone: they put y on the 1 FLOP/s device, where its
-  // 1e308 FLOPs at a reduction's efficiency take longer than a double holds (cp then blamed memory,
-  // m-etf reported an internal error).
-  std::vector<device> devs = {{"slow", device_kind::gpu, 1, 1e9, "h"}, {"fast", device_kind::gpu, 1e21, 1e9, "h"}};
-  cluster c("het", devs, {}, {{"slow", "fast", 1e10, 0.0, true}});
-  graph g = parse_graph(R"({"format":"doppler-graph/1","name":"huge","ops":[
-    {"id":"x","kind":"input","shape":[2]},
-    {"id":"y","kind":"reduce_sum","inputs":["x"],"shape":[2],"flops":1e308},
-    {"id":"z","kind":"synthetic","inputs":["y"],"flops":1,"bytes":8}]})");
-  cost_model cm;
-  for (auto& name : placer_names()) {
-    CAPTURE(name);
-    for (std::uint64_t seed : {0, 1, 2, 3}) {
-      try {
-        make_placer(name)->place(g, c, cm, quick(seed));
-        FAIL("placed an op that takes forever on one device");
-      } catch (const error& e) {
-        CHECK(e.code() == errc::bad_value);
-        const std::string what = e.what();
-        CHECK(what.find("op 'y'") != std::string::npos);
-        CHECK(what.find("device 'slow'") != std::string::npos);
-      }
-    }
   }
 }
 
