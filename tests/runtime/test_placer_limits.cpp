@@ -15,6 +15,17 @@
 using namespace doppler;
 using namespace doppler::placer_test;
 
+namespace {
+
+/// A synthetic op of `work` seconds on doppler-paper:N whose output takes `bytes` bytes (not 1e10s).
+op_spec sized(std::string id, double work, double bytes, std::vector<std::string> inputs = {}) {
+  op_spec s = syn(std::move(id), work, 0, std::move(inputs));
+  s.bytes = bytes;
+  return s;
+}
+
+}  // namespace
+
 TEST_CASE("memory: placers spread a graph that fits only spread, and say when it cannot fit") {
   // Two devices of 1000 bytes; four 400-byte outputs fit two per device.
   std::vector<device> devs = {{"g0", device_kind::gpu, 1e10, 1000, "h"}, {"g1", device_kind::gpu, 1e10, 1000, "h"}};
@@ -71,11 +82,6 @@ TEST_CASE("memory: a greedy packing that fails is told from a graph that cannot 
   for (const char* id : {"g0", "g1", "g2"}) devs.push_back({id, device_kind::gpu, 1e10, 10, "h"});
   cluster c("mem3", devs, {},
             {{"g0", "g1", 1e10, 0.0, true}, {"g0", "g2", 1e10, 0.0, true}, {"g1", "g2", 1e10, 0.0, true}});
-  auto sized = [](std::string id, double work, double bytes) {
-    op_spec s = syn(std::move(id), work, 0);
-    s.bytes = bytes;
-    return s;
-  };
   graph g = build("pack", {sized("d", 0, 10), sized("a", 1, 5), sized("b", 1, 5), sized("c", 1, 5)});
   cost_model cm;
   for (const char* greedy : {"cp", "heft", "m-etf"}) {
@@ -116,11 +122,6 @@ TEST_CASE("memory: search falls back to metis when every other start placer fail
   std::vector<device> devs;
   for (const char* id : {"g0", "g1"}) devs.push_back({id, device_kind::gpu, 1e10, 10, "h"});
   cluster c("mem2", devs, {}, {{"g0", "g1", 1e10, 0.0, true}});
-  auto sized = [](std::string id, double work, double bytes, std::vector<std::string> inputs = {}) {
-    op_spec s = syn(std::move(id), work, 0, std::move(inputs));
-    s.bytes = bytes;
-    return s;
-  };
   graph g = build("pack2", {sized("x", 1, 5), sized("y", 1, 5), sized("z", 2, 10, {"x", "y"})});
   cost_model cm;
   for (const char* fails : {"single", "round-robin", "cp", "heft", "m-etf"}) {
