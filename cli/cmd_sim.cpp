@@ -229,14 +229,14 @@ std::vector<policy_row> parse_policy_rows(const std::vector<std::string>& values
   return rows;
 }
 
-/// One row of `compare`'s table from the makespans and placing times of its seeds (or checkpoints).
-// A makespan over a reference (the lower bound, the best row): 1 when they are equal, zero included
-// (a graph whose ops cost nothing), infinite when only the reference is zero (written null in --json).
+/// A makespan over a reference (the lower bound, the best row): 1 when they are equal, zero included
+/// (a graph whose ops cost nothing), infinite when only the reference is zero (written null in --json).
 double makespan_ratio(double makespan, double reference) {
   if (makespan == reference) return 1.0;
   return reference > 0 ? makespan / reference : std::numeric_limits<double>::infinity();
 }
 
+/// One row of `compare`'s table from the makespans and placing times of its seeds (or checkpoints).
 nlohmann::json compare_row(const std::string& name, const std::vector<double>& spans,
                            const std::vector<double>& times, double lb, bool learned) {
   auto st = summarize(spans);
