@@ -9,7 +9,7 @@
 # ThreadSanitizer, and runs doppler's tests against that library (LD_LIBRARY_PATH); it checks with
 # ldd that the instrumented library is the one loaded.
 #
-#   scripts/tsan-check.sh [--caf-source DIR|TARBALL] [--soak N]
+#   scripts/tsan-check.sh [--caf-source DIR|TARBALL] [--soak N] [--torch]
 #
 # --caf-source: an unpacked actor-framework-0.17.6 tree or its .orig.tar.gz. Without it the source
 #   is fetched with `apt-get source --download-only actor-framework` into build/tsan-caf/, which
@@ -17,8 +17,12 @@
 #   and removes it afterwards.
 # --soak N: also run scripts/soak_run.sh for N invocations with the instrumented `doppler` (its
 #   cases in turn: local, over workers, online, failover, concurrent; 8 runs each once).
+# --torch: build with LibTorch too (in build/tsan-torch; ~10 min more) and add test_train_cli, so the
+#   DOPPLER learner's paths run instrumented: phase III through the learner actor, online learning,
+#   doppler-learn processes. LibTorch itself is not instrumented; doppler runs it on one thread.
 # Builds in build/tsan (preset tsan: no LibTorch, no CUDA) and build/tsan-caf; reports go to
-# build/tsan/reports/. Exit status: 0 when every test passed and TSan reported nothing.
+# build/tsan/reports/ (build/tsan-torch/reports/). Exit status: 0 when every test passed and TSan
+# reported nothing.
 #
 # One case is left out: "an op that fails while another device runs a kernel ends the process at
 # once" checks a wall-clock bound (< 4 s) that instrumented kernels cannot meet (about 100 s here).
@@ -27,11 +31,13 @@ cd "$(dirname "$0")/.."
 root=$PWD
 caf_source=""
 soak=0
+torch=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --caf-source) caf_source="$2"; shift 2 ;;
     --soak) soak="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --torch) torch=1; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "tsan-check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -85,27 +91,37 @@ cmake --build "$caf_dir/build" -j "$(nproc)" >/dev/null
 caf_lib="$caf_dir/build/lib"
 
 # ---- 3. doppler with ThreadSanitizer ------------------------------------------------------------
-echo "== building doppler with ThreadSanitizer (build/tsan)"
-cmake --preset tsan >/dev/null
+tree=build/tsan
 tests=(test_actor_engine test_actor_faults test_actor_transfers test_actor_sharing test_actor_resident
        test_actor_remote test_actor_protocol test_actor_serialization test_actor_learner test_actor_cli
        test_host_buffers test_cpu_kernels)
-cmake --build build/tsan -j "$(nproc)" --target doppler "${tests[@]}" >/dev/null
+targets=(doppler)
+if [[ $torch -eq 1 ]]; then
+  tree=build/tsan-torch
+  tests+=(test_train_cli)
+  targets+=(doppler-learn)
+  echo "== building doppler with ThreadSanitizer and LibTorch ($tree)"
+  cmake --preset tsan -B "$tree" -DDOPPLER_WITH_TORCH=ON >/dev/null
+else
+  echo "== building doppler with ThreadSanitizer ($tree)"
+  cmake --preset tsan >/dev/null
+fi
+cmake --build "$tree" -j "$(nproc)" --target "${targets[@]}" "${tests[@]}" >/dev/null
 
 export LD_LIBRARY_PATH="$caf_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export DOPPLER_PAPER_DIR="$root/workloads/doppler-paper"
 for lib in libcaf_core libcaf_io; do
-  ldd build/tsan/tests/test_actor_remote | grep -q "$lib.so.* => $caf_lib/" ||
+  ldd "$tree/tests/test_actor_remote" | grep -q "$lib.so.* => $caf_lib/" ||
     { echo "tsan-check.sh: $lib is not loaded from $caf_lib" >&2; exit 1; }
 done
 
 # ---- 4. a canary, the tests, then the soak -------------------------------------------------------
-reports="$root/build/tsan/reports"
+reports="$root/$tree/reports"
 rm -rf "$reports"
 mkdir -p "$reports"
 # The canary: two threads write one int unsynchronized. If TSan does not report it into log_path, a
 # clean result below would mean nothing.
-cat >build/tsan/canary.cpp <<'CANARY'
+cat >"$tree/canary.cpp" <<'CANARY'
 #include <thread>
 int shared = 0;
 int main() {
@@ -116,8 +132,8 @@ int main() {
   return shared == 0;
 }
 CANARY
-c++ -std=c++20 -O1 -g -fsanitize=thread build/tsan/canary.cpp -o build/tsan/canary
-TSAN_OPTIONS="halt_on_error=0 exitcode=0 log_path=$reports/canary" build/tsan/canary || true
+c++ -std=c++20 -O1 -g -fsanitize=thread "$tree/canary.cpp" -o "$tree/canary"
+TSAN_OPTIONS="halt_on_error=0 exitcode=0 log_path=$reports/canary" "$tree/canary" || true
 shopt -s nullglob
 canary=("$reports"/canary.*)
 if [[ ${#canary[@]} -ne 1 ]] || ! grep -q 'WARNING: ThreadSanitizer: data race' "${canary[0]}"; then
@@ -132,7 +148,7 @@ for t in "${tests[@]}"; do
   [[ $t == test_actor_cli ]] && args=(-tce="*ends the process at once*")
   start=$SECONDS
   if TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 log_path=$reports/$t" \
-     timeout 1800 "build/tsan/tests/$t" "${args[@]}" >"$reports/$t.out" 2>&1; then
+     timeout 2400 "$tree/tests/$t" "${args[@]}" >"$reports/$t.out" 2>&1; then
     status=passed
   else
     status="FAILED (see $reports/$t.out)"
@@ -142,7 +158,7 @@ for t in "${tests[@]}"; do
 done
 if [[ $soak -gt 0 ]]; then
   echo "== scripts/soak_run.sh $soak with the instrumented doppler"
-  if TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 log_path=$reports/soak" DOPPLER=build/tsan/cli/doppler \
+  if TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 log_path=$reports/soak" DOPPLER="$tree/cli/doppler" \
      TIMEOUT=300 REPEAT=20 scripts/soak_run.sh "$soak" >"$reports/soak.out" 2>&1; then
     echo "soak: passed"
   else
