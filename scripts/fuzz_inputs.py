@@ -133,7 +133,6 @@ def at(root, path):
 
 def mutate_json(text, rng):
     doc = json.loads(text)
-    doc = copy.deepcopy(doc)
     nodes = list(paths(doc))
     path, value = rng.choice(nodes[1:] if len(nodes) > 1 else nodes)
     parent = at(doc, path[:-1]) if path else None
@@ -142,11 +141,7 @@ def mutate_json(text, rng):
     raw = None  # a number JSON's dump cannot write (1e400, NaN): substituted as text
     if parent is None:
         return json.dumps(rng.choice(SPECIAL_VALUES)), "root replaced"
-    if what == 0:
-        new = rng.choice(SPECIAL_VALUES)
-        parent[key] = new
-        desc = f"{path} = {json.dumps(new)[:40]}"
-    elif what == 1:
+    if what == 1:
         raw = rng.choice(SPECIAL_NUMBERS)
         parent[key] = "@@RAW@@"
         desc = f"{path} = {raw}"
@@ -170,7 +165,7 @@ def mutate_json(text, rng):
         new = rng.choice([value + "x", value.upper(), "", value * 3, value[:-1]])
         parent[key] = new
         desc = f"{path} = {new[:40]!r}"
-    else:
+    else:  # 0, or a mutation that does not apply here: a value of another type
         new = rng.choice(SPECIAL_VALUES)
         parent[key] = new
         desc = f"{path} = {json.dumps(new)[:40]}"
@@ -214,6 +209,19 @@ def mutate_paper(text, rng):
     return "\n".join(lines), f"line {i + 1} token {j + 1} = {toks[j]!r}"
 
 
+def mutate(fmt, data, rng):
+    """One mutation of a file of format `fmt`: (new bytes, description). JSON files get a JSON-aware
+    mutation three times in four, paper graphs a line-aware one seven in ten, checkpoints (zip
+    archives) only byte-level ones."""
+    if fmt == "paper" and rng.random() < 0.7:
+        text, desc = mutate_paper(data.decode(), rng)
+        return text.encode(), desc
+    if fmt not in ("paper", "policy") and rng.random() < 0.75:
+        text, desc = mutate_json(data.decode(), rng)
+        return text.encode(), desc
+    return mutate_bytes(data, rng)
+
+
 def judge(rc, out, err):
     """None when the answer is acceptable, else why not."""
     for marker in ("ERROR: AddressSanitizer", "runtime error:", "WARNING: ThreadSanitizer", "ERROR: LeakSanitizer"):
@@ -227,7 +235,7 @@ def judge(rc, out, err):
         return f"exit code {rc}"
     if rc != 0 and "doppler:" not in err:
         return f"exit {rc} without a doppler: message"
-    if "internal" in err.lower() and "error" in err.lower():
+    if "internal error" in err:  # errc::internal
         return "internal error"
     if "terminate called" in err or "what():" in err:
         return "uncaught exception"
@@ -268,19 +276,7 @@ def main():
         log = open(a.log, "w") if a.log else None
         for i in range(a.n):
             fmt = rng.choice(fmts)
-            data = originals[fmt]
-            if fmt == "policy":  # a zip archive: bytes only
-                mutated, desc = None, None
-            elif fmt == "paper":
-                text, desc = mutate_paper(data.decode(), rng) if rng.random() < 0.7 else (None, None)
-                mutated = text.encode() if text is not None else None
-            elif rng.random() < 0.75:
-                text, desc = mutate_json(data.decode(), rng)
-                mutated = text.encode()
-            else:
-                mutated = None
-            if mutated is None:
-                mutated, desc = mutate_bytes(data, rng)
+            mutated, desc = mutate(fmt, originals[fmt], rng)
             name = f"m{i}" + os.path.splitext(files[fmt])[1]
             with open(os.path.join(work, name), "wb") as f:
                 f.write(mutated)
@@ -305,11 +301,13 @@ def main():
             os.remove(os.path.join(work, name))
             if (i + 1) % 50 == 0:
                 print(f"{i + 1}/{a.n} mutations, {runs} commands, {findings} finding(s)", flush=True)
+        if log:
+            log.close()
         print(f"fuzz_inputs.py: {a.n} mutations (seed {a.seed}), {runs} commands: exit 0 x{codes[0]}, "
               f"1 x{codes[1]}, 2 x{codes[2]}; {findings} finding(s)" + (f" in {out_dir}" if findings else ""))
         return 1 if findings else 0
     finally:
-        if not os.path.isdir(out_dir) or out_dir != os.path.join(work, "findings"):
+        if not (out_dir == os.path.join(work, "findings") and os.path.isdir(out_dir)):  # findings in work: kept
             shutil.rmtree(work, ignore_errors=True)
 
 

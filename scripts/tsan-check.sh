@@ -48,13 +48,13 @@ mkdir -p "$caf_dir"
 
 # ---- 1. CAF 0.17.6's source ---------------------------------------------------------------------
 src="$caf_dir/actor-framework-0.17.6"
-if [[ -n "$caf_source" ]]; then
-  if [[ -d "$caf_source" ]]; then
-    src="$(cd "$caf_source" && pwd)"
-  else
-    tar -xzf "$caf_source" -C "$caf_dir"
-  fi
-elif [[ ! -f "$src/CMakeLists.txt" ]]; then
+if [[ -d "$caf_source" ]]; then
+  src="$(cd "$caf_source" && pwd)"
+elif [[ -f "$src/CMakeLists.txt" ]]; then
+  :  # unpacked by an earlier run (unpacking again would touch the sources and rebuild CAF)
+elif [[ -n "$caf_source" ]]; then
+  tar -xzf "$caf_source" -C "$caf_dir"
+else
   # The .orig tarball is all we need (apt-get fails when the Debian tarball is missing from the
   # mirror, as it is for 0.17.6-2.1, so its status is not the test).
   fetch() { (cd "$caf_dir" && apt-get source --download-only actor-framework >/dev/null 2>&1) || true; }

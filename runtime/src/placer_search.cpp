@@ -24,8 +24,8 @@
 
 #include <cmath>
 #include <limits>
-#include <string>
 #include <random>
+#include <string>
 
 namespace doppler::detail {
 

@@ -10,6 +10,7 @@
 #include "placer_fixtures.hpp"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace doppler;
@@ -24,48 +25,52 @@ op_spec sized(std::string id, double work, double bytes, std::vector<std::string
   return s;
 }
 
+/// The error placer `name` throws placing `g` on `c`; a failed check (and an internal error) when it
+/// places it.
+error refusal(std::string_view name, const graph& g, const cluster& c, const placer_options& o = quick()) {
+  try {
+    make_placer(name)->place(g, c, cost_model{}, o);
+  } catch (const error& e) {
+    return e;
+  }
+  FAIL_CHECK(name << " placed graph '" << g.name() << "', which it was expected to refuse");
+  return error(errc::internal, "placed");
+}
+
+/// The output bytes placement `p` puts on each of `c`'s devices.
+std::vector<double> bytes_per_device(const placement& p, const graph& g, const cluster& c) {
+  std::vector<double> used(c.device_count(), 0.0);
+  for (op_index v = 0; v < g.size(); ++v) used[p.device[v]] += g[v].bytes;
+  return used;
+}
+
 }  // namespace
 
 TEST_CASE("memory: placers spread a graph that fits only spread, and say when it cannot fit") {
   // Two devices of 1000 bytes; four 400-byte outputs fit two per device.
   std::vector<device> devs = {{"g0", device_kind::gpu, 1e10, 1000, "h"}, {"g1", device_kind::gpu, 1e10, 1000, "h"}};
   cluster c("small", devs, {}, {{"g0", "g1", 1e10, 0.0, true}});
-  auto op400 = [](std::string id, std::vector<std::string> in) {
-    op_spec s = syn(std::move(id), 1, 0, std::move(in));
-    s.bytes = 400;
-    return s;
-  };
+  auto op400 = [](std::string id, std::vector<std::string> in) { return sized(std::move(id), 1, 400, std::move(in)); };
   graph g = build("fits", {op400("a", {}), op400("b", {"a"}), op400("c", {"b"}), op400("d", {"c"})});
   cost_model cm;
   for (auto& name : placer_names()) {
     CAPTURE(name);
-    if (name == "single") {
-      try {
-        make_placer(name)->place(g, c, cm, quick());
-        FAIL("single placed 1600 bytes on a 1000-byte device");
-      } catch (const error& e) {
-        CHECK(e.code() == errc::infeasible);
-        CHECK(std::string(e.what()).find("does not fit") != std::string::npos);
-      }
+    if (name == "single") {  // 1600 bytes on one 1000-byte device
+      const error e = refusal(name, g, c);
+      CHECK(e.code() == errc::infeasible);
+      CHECK(std::string(e.what()).find("does not fit") != std::string::npos);
       continue;
     }
     placement p = make_placer(name)->place(g, c, cm, quick());
-    double used[2] = {0, 0};
-    for (op_index v = 0; v < g.size(); ++v) used[p.device[v]] += g[v].bytes;
-    CHECK(used[0] <= 1000);
-    CHECK(used[1] <= 1000);
+    for (double used : bytes_per_device(p, g, c)) CHECK(used <= 1000);
   }
   // Five 400-byte outputs (2000 ≤ 2000 total, but never more than two per device) cannot fit.
   graph big = build("big", {op400("a", {}), op400("b", {"a"}), op400("c", {"b"}), op400("d", {"c"}), op400("e", {"d"})});
   for (auto& name : placer_names()) {
     CAPTURE(name);
-    try {
-      make_placer(name)->place(big, c, cm, quick());
-      FAIL("placed a graph that cannot fit");
-    } catch (const error& e) {
-      CHECK(e.code() == errc::infeasible);
-      CHECK(std::string(e.what()).find("big") != std::string::npos);
-    }
+    const error e = refusal(name, big, c);
+    CHECK(e.code() == errc::infeasible);
+    CHECK(std::string(e.what()).find("big") != std::string::npos);
   }
   // Without respect_memory the simple placers ignore the limit.
   placer_options loose = quick();
@@ -86,32 +91,21 @@ TEST_CASE("memory: a greedy packing that fails is told from a graph that cannot 
   cost_model cm;
   for (const char* greedy : {"cp", "heft", "m-etf"}) {
     CAPTURE(greedy);
-    try {
-      make_placer(greedy)->place(g, c, cm, quick());
-      FAIL("the greedy packing was expected to fill every device before d");
-    } catch (const error& e) {
-      CHECK(e.code() == errc::infeasible);
-      const std::string what = e.what();
-      CHECK(what.find("could not place graph 'pack'") != std::string::npos);
-      CHECK(what.find("op 'd'") != std::string::npos);
-      CHECK(what.find("does not fit") == std::string::npos);
-    }
+    const error e = refusal(greedy, g, c);  // the greedy packing fills every device before d
+    CHECK(e.code() == errc::infeasible);
+    const std::string what = e.what();
+    CHECK(what.find("could not place graph 'pack'") != std::string::npos);
+    CHECK(what.find("op 'd'") != std::string::npos);
+    CHECK(what.find("does not fit") == std::string::npos);
   }
   for (const char* fits : {"round-robin", "metis", "search"}) {
     CAPTURE(fits);
     placement p = make_placer(fits)->place(g, c, cm, quick());
-    double used[3] = {0, 0, 0};
-    for (op_index v = 0; v < g.size(); ++v) used[p.device[v]] += g[v].bytes;
-    for (double u : used) CHECK(u <= 10);
+    for (double used : bytes_per_device(p, g, c)) CHECK(used <= 10);
   }
   // An op larger than every device: no placement can hold it, and the error says so.
   graph huge = build("huge", {sized("x", 1, 11)});
-  try {
-    make_placer("cp")->place(huge, c, cm, quick());
-    FAIL("an 11-byte output was placed on 10-byte devices");
-  } catch (const error& e) {
-    CHECK(std::string(e.what()).find("largest device holds 10 bytes") != std::string::npos);
-  }
+  CHECK(std::string(refusal("cp", huge, c).what()).find("largest device holds 10 bytes") != std::string::npos);
 }
 
 TEST_CASE("memory: search falls back to metis when every other start placer fails") {
@@ -147,19 +141,14 @@ TEST_CASE("an op whose time on some device is not finite is refused by every pla
     {"id":"x","kind":"input","shape":[2]},
     {"id":"y","kind":"reduce_sum","inputs":["x"],"shape":[2],"flops":1e308},
     {"id":"z","kind":"synthetic","inputs":["y"],"flops":1,"bytes":8}]})");
-  cost_model cm;
   for (auto& name : placer_names()) {
     CAPTURE(name);
     for (std::uint64_t seed : {0, 1, 2, 3}) {
-      try {
-        make_placer(name)->place(g, c, cm, quick(seed));
-        FAIL("placed an op that takes forever on one device");
-      } catch (const error& e) {
-        CHECK(e.code() == errc::bad_value);
-        const std::string what = e.what();
-        CHECK(what.find("op 'y'") != std::string::npos);
-        CHECK(what.find("device 'slow'") != std::string::npos);
-      }
+      const error e = refusal(name, g, c, quick(seed));  // y takes forever on the slow device
+      CHECK(e.code() == errc::bad_value);
+      const std::string what = e.what();
+      CHECK(what.find("op 'y'") != std::string::npos);
+      CHECK(what.find("device 'slow'") != std::string::npos);
     }
   }
 }
