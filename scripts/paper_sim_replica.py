@@ -7,11 +7,19 @@ doppler-paper:N (= the paper's cost units / 1e10), over the given placements.
 
 usage: paper_sim_replica.py GRAPH.txt PLACEMENT.json [PLACEMENT.json ...]
   (placements written by `doppler place` for that paper graph on doppler-paper:N)
+       paper_sim_replica.py --check DOPPLER [--seeds K]
+  (the cross-check ctest `simple_model_replica` runs: on each of the six paper graphs, placements by
+  cp, heft, round-robin and random with seeds 0..K-1 (default 3) from DOPPLER's `place`, each
+  simulated by `DOPPLER simulate --model simple` and by this replica; exit 1 naming the graph and
+  placement where the makespans differ by more than 1e-9 relative, 0 when every one agrees)
 """
 import heapq
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 
 
 def load_paper_graph(path):
@@ -62,25 +70,74 @@ def makespan(succs, npreds, comp, comm, dev):
     return t_end / 1e10
 
 
-def main():
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    src, dst, comp, comm = load_paper_graph(sys.argv[1])
-    n = len(comp)
+def adjacency(src, dst, n):
     succs = [[] for _ in range(n)]
     npreds = [0] * n
     for a, b in zip(src, dst):
         succs[a].append(b)
         npreds[b] += 1
-    spans = []
-    for path in sys.argv[2:]:
-        assignment = json.load(open(path))["assignment"]
-        dev = [assignment["n%d" % i] for i in range(n)]
-        spans.append(makespan(succs, npreds, comp, comm, dev))
+    return succs, npreds
+
+
+def replica_makespan(graph, placement_file):
+    src, dst, comp, comm = graph
+    n = len(comp)
+    succs, npreds = adjacency(src, dst, n)
+    assignment = json.load(open(placement_file))["assignment"]
+    dev = [assignment["n%d" % i] for i in range(n)]
+    return makespan(succs, npreds, comp, comm, dev)
+
+
+def check(doppler, seeds):
+    """Every placement method's placements, simulated by doppler's simple model and by the replica."""
+    paper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads", "doppler-paper")
+    graphs = [("chain_mm_112nodes.txt", 4), ("ffnn_192nodes.txt", 4), ("transformer_block_215nodes.txt", 4),
+              ("full_transformer_layer_261nodes.txt", 4), ("8gpu_transformer_block.txt", 8),
+              ("8gpu_full_transformer.txt", 8)]
+    methods = [("cp", s) for s in range(seeds)] + [("heft", 0), ("round-robin", 0)] + \
+              [("random", s) for s in range(seeds)]
+    bad = checked = 0
+    with tempfile.TemporaryDirectory(prefix="replica.") as tmp:
+        for name, devices in graphs:
+            path = os.path.join(paper, name)
+            graph = load_paper_graph(path)
+            cluster = "doppler-paper:%d" % devices
+            for method, seed in methods:
+                placement = os.path.join(tmp, "%s.%s.%d.json" % (name, method, seed))
+                common = ["--graph", path, "--cluster", cluster, "--model", "simple"]
+                subprocess.run([doppler, "place", *common, "--method", method, "--seed", str(seed),
+                                "-o", placement], check=True, stdout=subprocess.DEVNULL)
+                out = subprocess.run([doppler, "simulate", *common, "--placement", placement, "--json"],
+                                     check=True, stdout=subprocess.PIPE, text=True).stdout
+                ours = json.loads(out)["makespan_s"]
+                theirs = replica_makespan(graph, placement)
+                checked += 1
+                if abs(ours - theirs) > 1e-9 * max(abs(theirs), 1e-300):
+                    bad += 1
+                    print("DIFFER %s on %s, %s seed %d: doppler %.12g s, replica %.12g s"
+                          % (name, cluster, method, seed, ours, theirs))
+    print("%d of %d placements agree with the replica" % (checked - bad, checked))
+    return 1 if bad else 0
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "--check":
+        seeds = 3
+        if len(sys.argv) == 5 and sys.argv[3] == "--seeds" and sys.argv[4].isdigit() and int(sys.argv[4]) > 0:
+            seeds = int(sys.argv[4])
+        elif len(sys.argv) != 3:
+            sys.exit(__doc__)
+        if not os.access(sys.argv[2], os.X_OK):
+            sys.exit("paper_sim_replica.py: --check: %s is not an executable doppler" % sys.argv[2])
+        return check(sys.argv[2], seeds)
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    graph = load_paper_graph(sys.argv[1])
+    spans = [replica_makespan(graph, path) for path in sys.argv[2:]]
     std = statistics.stdev(spans) if len(spans) > 1 else 0.0
     print(f"{sys.argv[1].split('/')[-1]}: mean {statistics.mean(spans):.1f} std {std:.1f} "
           f"min {min(spans):.1f} over {len(spans)} placements")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace doppler;
 
@@ -166,8 +168,24 @@ TEST_CASE("the report: every op and transfer traced once, bytes and busy time co
   double link_total = 0;
   for (double b : run.link_bytes) link_total += b;
   CHECK(link_total == doctest::Approx(static_cast<double>(r.bytes_moved.back())));
+  // busy: the union of the device's op intervals in the trace (round-robin gives every device ops)
   for (device_index d = 0; d < c.device_count(); ++d) {
-    CHECK(run.busy[d] >= 0);
+    std::vector<std::pair<double, double>> spans;
+    for (const auto& ev : run.events)
+      if (ev.what == trace_event::kind::op && ev.where == d) spans.emplace_back(ev.start, ev.end);
+    REQUIRE_FALSE(spans.empty());
+    std::sort(spans.begin(), spans.end());
+    double covered = 0, lo = spans.front().first, hi = spans.front().first;
+    for (auto [a, b] : spans) {
+      if (a > hi) {
+        covered += hi - lo;
+        lo = a;
+      }
+      hi = std::max(hi, b);
+    }
+    covered += hi - lo;
+    CHECK(covered > 0);
+    CHECK(run.busy[d] == doctest::Approx(covered).epsilon(1e-9));
     CHECK(run.busy[d] <= run.makespan + 1e-9);
   }
   auto json = chrome_trace(g, c, run, "cpu");

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 
 using namespace doppler;
@@ -74,6 +75,16 @@ TEST_CASE("a tensor consumed on three devices of a line crosses the first link o
   std::size_t hops = 0;
   for (const auto& e : planned.events) hops += e.what == trace_event::kind::transfer ? 1 : 0;
   CHECK(hops == 12);
+  // b, c and d start only once all four chunks of a are on their device (the 4th reaches gpu1 at 4 s)
+  for (const auto& e : planned.events) {
+    if (e.what != trace_event::kind::op || e.where == 0) continue;
+    double last_chunk = 0;
+    for (const auto& t : planned.events)
+      if (t.what == trace_event::kind::transfer && c.links()[t.where].dst == e.where)
+        last_chunk = std::max(last_chunk, t.end);
+    CHECK(last_chunk >= 4.0 - 1e-9);
+    CHECK(e.start >= last_chunk);
+  }
   // each hop moves one chunk: the trace's bytes add up to the links' (it said 4 MB per hop)
   double traced = 0;
   for (const auto& e : planned.events)

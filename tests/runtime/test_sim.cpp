@@ -152,6 +152,33 @@ TEST_CASE("simple model: ties in exact arithmetic stay ties in floating point") 
   CHECK(r.makespan == doctest::Approx(0.5));
 }
 
+TEST_CASE("simple model: a device serves its ready ops first come first served") {
+  // gpu0 runs a (0-2 s). "late" (lower op index) is ready at 1 s, "early" at 0.5 s: the paper's
+  // queues are FIFO by ready time, so early runs 2-3 and late 3-4 (by index it would be the reverse).
+  auto g = make_graph({syn("a", {}, 2e10, 8), syn("p", {}, 1e10, 8), syn("q", {}, 5e9, 8),
+                       syn("late", {"p"}, 1e10, 8), syn("early", {"q"}, 1e10, 8)});
+  auto c = mesh(3, 1e10, 1e10, 0);
+  auto r = simulate(g, c, place(g, {{"a", 0}, {"p", 1}, {"q", 2}, {"late", 0}, {"early", 0}}), cm,
+                    sim_options{}.with_model(sim_model::simple).with_trace());
+  CHECK(op_event(r, g, "early").start == doctest::Approx(2.0));
+  CHECK(op_event(r, g, "late").start == doctest::Approx(3.0));
+  CHECK(r.makespan == doctest::Approx(4.0));
+}
+
+TEST_CASE("simple model: an op ready at the instant its device frees up was queued first") {
+  // At 1 s a ends on gpu0 while b's input (x on gpu1, 0.5 s + a 0.5 s transfer) arrives. The paper
+  // handles readiness before completion at equal times: b is queued when a ends and a's consumer c
+  // is released, so b runs 1-2 and c 2-3 although c's op index is lower.
+  auto g = make_graph({syn("a", {}, 1e10, 8), syn("c", {"a"}, 1e10, 8), syn("x", {}, 5e9, 5e9),
+                       syn("b", {"x"}, 1e10, 8)});
+  auto c = make_preset("doppler-paper:2");  // 1e10 FLOP/s, 1e10 B/s, no latency
+  auto r = simulate(g, c, place(g, {{"a", 0}, {"c", 0}, {"x", 1}, {"b", 0}}), cm,
+                    sim_options{}.with_model(sim_model::simple).with_trace());
+  CHECK(op_event(r, g, "b").start == doctest::Approx(1.0));
+  CHECK(op_event(r, g, "c").start == doctest::Approx(2.0));
+  CHECK(r.makespan == doctest::Approx(3.0));
+}
+
 TEST_CASE("simple model: with no work at all, an op still waits for its input to arrive") {
   // Every op at 0 FLOPs: the tie grid was 1 s, so v's input (3e9 B, 0.3 s) arriving "at 0" let v
   // start at 0. The grid now counts the transfers too.
