@@ -13,7 +13,9 @@ changes nothing observable: see the mutant's note), *no-build* when it does not 
 
 The tree must be configured and built (cmake --preset release; cmake --build build/release). The
 sources are always restored (also on Ctrl-C) and the touched targets rebuilt at the end, so the tree
-matches the checkout again. Exit status: 0 when every mutant was killed, 1 when one survived or did
+matches the checkout again. Build nothing else from this checkout while it runs: a compile that reads
+a source while a mutant is in it bakes the bug into that tree (restoring bumps the file's time, so
+that tree's next build recompiles it, but a build already past it keeps the mutant). Exit status: 0 when every mutant was killed, 1 when one survived or did
 not build, 2 on a usage error or a baseline that already fails.
 """
 
@@ -33,6 +35,11 @@ GROUPS = {
     "runtime": ["test_sim", "test_lower_bound", "test_placers", "test_placer_limits", "test_cluster",
                 "test_cost_memory", "test_placement", "test_comm_transfers", "ctest:simple_model_replica"],
     "actors": ["test_actor_engine", "test_actor_transfers", "test_actor_resident", "test_actor_protocol"],
+    # The graph, placement and memory models' checks of their input (bad input must be refused).
+    "model": ["test_graph", "test_graph_io", "test_io", "test_placement", "test_placers", "test_placer_limits",
+              "test_cost_memory", "test_cli"],
+    # LibTorch tests: the learner library's features and assignment episode (a few seconds each).
+    "learner": ["test_features", "test_policy", "test_env_transfers"],
     "comm": ["test_comm_plan", "test_comm_limits", "test_comm_model", "test_comm_tenants",
              "test_comm_replan", "test_comm_transfers"],
 }
@@ -131,6 +138,38 @@ MUTANTS = [
      "    r.busy[d] = cover;",
      "    r.busy[d] = 0 * cover;",
      "runtime: a device's measured busy time is reported as 0"),
+    ("graph-cycle", "model", "runtime/src/graph.cpp",
+     "if (g.topo_.size() != n) {",
+     "if (g.topo_.size() + 2 < n) {",
+     "graph: a cycle of two ops (or a self-input) is not refused"),
+    ("order-topological", "model", "runtime/src/placement.cpp",
+     "if (pos[u] > i)",
+     "if (pos[u] > i + 1)",
+     "placement: an order with an op right before its own input is accepted"),
+    ("placement-range", "model", "runtime/src/placement.cpp",
+     "if (p.device[v] >= c.device_count())",
+     "if (p.device[v] > c.device_count())",
+     "placement: device index == device count is accepted (one past the end)"),
+    ("memory-cap", "model", "runtime/src/placer_common.hpp",
+     "return !enabled_ || used_[d] + g_[v].bytes <= cap_[d];",
+     "return !enabled_ || used_[d] + g_[v].bytes <= 2 * cap_[d];",
+     "placers: a device holds twice its memory"),
+    ("feature-pred-comm", "learner", "learner/src/features.cpp",
+     "for (op_index u : g.preds(v)) pred_comm += f.edge_cost[u];",
+     "for (op_index u : g.preds(v)) pred_comm += f.edge_cost[v] + 0 * u;",
+     "learner: the predecessors' comm feature sums the op's own comm"),
+    ("feature-out-comm", "learner", "learner/src/features.cpp",
+     "r[static_cast<int>(node_feature::out_comm)] = static_cast<double>(g.succs(v).size()) * f.edge_cost[v];",
+     "r[static_cast<int>(node_feature::out_comm)] = f.edge_cost[v];",
+     "learner: out-degree x comm loses its out-degree"),
+    ("feature-zscore", "learner", "learner/src/features.cpp",
+     "out[i] = static_cast<float>((values[i] - mean) / sd);",
+     "out[i] = static_cast<float>(values[i] - mean);",
+     "learner: features centred but not scaled"),
+    ("episode-ready-early", "learner", "learner/src/env.cpp",
+     "if (--missing_[s] == 0) ready_.insert(",
+     "if (--missing_[s] <= 1) ready_.insert(",
+     "learner: an op joins SEL's ready set with one predecessor unassigned"),
     ("validate-capacity", "comm", "comm_planner/src/validate.cpp",
      "if (used + 1 > t.cap)",
      "if (used > t.cap)",
