@@ -2,7 +2,8 @@
 # Install what doppler needs (Debian packages only), build everything, run the test suite
 # (the `perf` benchmarks are excluded; `ctest --preset perf` runs them).
 #   scripts/test.sh                 release build
-#   DOPPLER_PRESET=sanitize scripts/test.sh   ASan + UBSan build
+#   DOPPLER_PRESET=sanitize scripts/test.sh   ASan + UBSan build (scripts/asan-check.sh also
+#                                             catches reports in child processes: docs/testing.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${DOPPLER_PRESET:-release}"

@@ -1,7 +1,11 @@
 #pragma once
 // Running the built `doppler` (DOPPLER_CLI_PATH, a compile definition of the CLI tests) from a
-// test: stdout and stderr captured apart, under a 60 s timeout so a hang fails (rc 124).
+// test: stdout and stderr captured apart, under a 60 s timeout so a hang fails (rc 124); a sanitizer
+// report on its stderr fails the calling test whatever its exit status (sanitizer_output.hpp).
+#include "sanitizer_output.hpp"
 #include "temp_dir.hpp"
+
+#include <doctest/doctest.h>
 
 #include <sys/wait.h>
 
@@ -37,6 +41,7 @@ inline result run_program(const std::string& program, const temp_dir& dir, const
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = slurp(dir / "_out");
   r.err = slurp(dir / "_err");
+  CHECK_MESSAGE(!sanitizer_output::has_report(r.err), "a sanitizer reported in `" << program << " " << args << "`:\n" << r.err);
   return r;
 }
 

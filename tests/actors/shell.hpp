@@ -1,6 +1,8 @@
 #pragma once
 // Runs a shell command line from a CLI test (the built `doppler` is DOPPLER_CLI_PATH), capturing
 // stdout with stderr joined to it.
+#include "../sanitizer_output.hpp"
+
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
@@ -35,6 +37,7 @@ inline result sh(const std::string& cmd) {
   while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  CHECK_MESSAGE(!sanitizer_output::has_report(r.out), "a sanitizer reported in `" << cmd << "`:\n" << r.out);
   return r;
 }
 

@@ -16,6 +16,7 @@
 
 #include "../temp_dir.hpp"
 #include "remote_helpers.hpp"
+#include "shell.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -145,17 +146,6 @@ std::pair<graph, placement> slow_chain(int n, int devices) {
     p.device.push_back(static_cast<device_index>(k % devices));
   }
   return {std::move(b).build(), std::move(p)};
-}
-
-/// Runs a shell command; returns its exit code and stdout + stderr.
-std::pair<int, std::string> sh(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -499,8 +489,8 @@ TEST_CASE("a cluster file with host names: workers started with --name serve the
 
   // the same through `doppler run --workers`
   std::string cli = DOPPLER_CLI_PATH;
-  REQUIRE(sh(cli + " workload llama-block --dim 32 --heads 4 --seq 8 --shards 2 -o " + gf).first == 0);
-  auto [code, out] = sh(cli + " run --graph " + gf + " --cluster " + cf + " --repeat 1 --warmup 0 --workers 127.0.0.1:" +
+  REQUIRE(shell::sh(cli + " workload llama-block --dim 32 --heads 4 --seq 8 --shards 2 -o " + gf).code == 0);
+  auto [code, out] = shell::sh(cli + " run --graph " + gf + " --cluster " + cf + " --repeat 1 --warmup 0 --workers 127.0.0.1:" +
                         std::to_string(n1.port()) + ",127.0.0.1:" + std::to_string(n0.port()));
   CAPTURE(out);
   CHECK(code == 0);
@@ -513,10 +503,10 @@ TEST_CASE("TLS: a worker and an engine with certificates run over CAF's openssl 
   temp_dir scratch("doppler_tls");
   const fs::path& dir = scratch.path;
   std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
-  auto made = sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " + key +
+  auto made = shell::sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -keyout " + key +
                  " -out " + cert);
-  if (made.first != 0) {
-    MESSAGE("openssl CLI unavailable, TLS test skipped: " << made.second);
+  if (made.code != 0) {
+    MESSAGE("openssl CLI unavailable, TLS test skipped: " << made.out);
     return;
   }
   cluster c = make_preset("cpu:4");
@@ -554,8 +544,8 @@ TEST_CASE("TLS: a worker and an engine with certificates run over CAF's openssl 
   // ... and so are files that do not fit together, naming the file, before any connection (CAF's
   // openssl actor used to throw inside itself: the run hung, the worker aborted at its first client)
   std::string cert2 = (dir / "cert2.pem").string(), key2 = (dir / "key2.pem").string(), junk = (dir / "junk.pem").string();
-  REQUIRE(sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other -keyout " + key2 + " -out " + cert2).first == 0);
-  REQUIRE(sh("echo not a certificate > " + junk).first == 0);
+  REQUIRE(shell::sh("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other -keyout " + key2 + " -out " + cert2).code == 0);
+  REQUIRE(shell::sh("echo not a certificate > " + junk).code == 0);
   for (const auto& [files, named] : {std::tuple{engine_options{}.with_tls(cert, key2, cert), key2},
                                     std::tuple{engine_options{}.with_tls(key, cert, cert), key},
                                     std::tuple{engine_options{}.with_tls(cert, key, junk), junk}}) {
@@ -569,13 +559,13 @@ TEST_CASE("TLS: a worker and an engine with certificates run over CAF's openssl 
   worker_process wp({"--devices", "cpu:2", "--tls-cert", cert, "--tls-key", key, "--tls-ca", cert});
   CHECK(wp.output().find("(TLS)") != std::string::npos);
   std::string cli = DOPPLER_CLI_PATH, gf = (dir / "g.json").string();
-  REQUIRE(sh(cli + " workload llama-block --dim 32 --heads 4 --seq 8 --shards 2 -o " + gf).first == 0);
+  REQUIRE(shell::sh(cli + " workload llama-block --dim 32 --heads 4 --seq 8 --shards 2 -o " + gf).code == 0);
   std::string run = cli + " run --graph " + gf + " --cluster cpu:3 --repeat 1 --warmup 0 --workers 127.0.0.1:" +
                     std::to_string(wp.port());
-  auto ok = sh(run + files);
-  CAPTURE(ok.second);
-  CHECK(ok.first == 0);
-  CHECK(ok.second.find("serves cpu0 cpu1") != std::string::npos);
-  auto refused = sh(run);  // plain TCP to a TLS worker
-  CHECK(refused.first != 0);
+  auto ok = shell::sh(run + files);
+  CAPTURE(ok.out);
+  CHECK(ok.code == 0);
+  CHECK(ok.out.find("serves cpu0 cpu1") != std::string::npos);
+  auto refused = shell::sh(run);  // plain TCP to a TLS worker
+  CHECK(refused.code != 0);
 }

@@ -151,6 +151,7 @@ TEST_CASE("placement: check_placement rejects incomplete and inconsistent placem
     CHECK(e.code() == errc::unknown_id);
     CHECK(e.path() == "assignment.a");
   }
+  CHECK_THROWS_AS(check_placement(placement{{0, 1, 2, 1}, {}, ""}, g, c), error);  // one past the last device
   CHECK_THROWS_AS(check_placement(placement{{0, 0, 0, 0}, {0, 1, 2}, ""}, g, c), error);
   CHECK_THROWS_AS(check_placement(placement{{0, 0, 0, 0}, {0, 1, 1, 3}, ""}, g, c), error);
   CHECK_THROWS_AS(check_placement(placement{{0, 0, 0, 0}, {3, 0, 1, 2}, ""}, g, c), error);
