@@ -40,6 +40,8 @@ GROUPS = {
               "test_cost_memory", "test_cli"],
     # LibTorch tests: the learner library's features and assignment episode (a few seconds each).
     "learner": ["test_features", "test_policy", "test_env_transfers"],
+    # LibTorch tests that train (imitation, REINFORCE, PPO on small graphs): seconds each.
+    "training": ["test_training", "test_ppo"],
     "comm": ["test_comm_plan", "test_comm_limits", "test_comm_model", "test_comm_tenants",
              "test_comm_replan", "test_comm_transfers"],
 }
@@ -170,6 +172,18 @@ MUTANTS = [
      "if (--missing_[s] == 0) ready_.insert(",
      "if (--missing_[s] <= 1) ready_.insert(",
      "learner: an op joins SEL's ready set with one predecessor unassigned"),
+    ("search-current", "runtime", "runtime/src/placer_search.cpp",
+     "    cur.device = std::move(best);",
+     "    (void)best;",
+     "search: returns where the walk ended, not the best assignment it saw"),
+    ("reinforce-sign", "training", "learner/src/trainer.cpp",
+     "for (double c : costs) adv.push_back(baseline > 0 ? (baseline - c) / baseline : 0.0);",
+     "for (double c : costs) adv.push_back(baseline > 0 ? (c - baseline) / baseline : 0.0);",
+     "REINFORCE: a costlier episode than the baseline is reinforced"),
+    ("imitation-no-plc", "training", "learner/src/policy_update.cpp",
+     "(st.plc_lp * et.teacher_devs.to(torch::kFloat)).sum();",
+     "0 * (st.plc_lp * et.teacher_devs.to(torch::kFloat)).sum();",
+     "imitation: PLC's log-probabilities of the teacher's devices are left out of the loss"),
     ("validate-capacity", "comm", "comm_planner/src/validate.cpp",
      "if (used + 1 > t.cap)",
      "if (used > t.cap)",
