@@ -47,14 +47,26 @@ struct fixture {
   }
 
   /// Spawns a dispatcher for `plan`, starts it and runs the coordinator until nothing is left to do;
-  /// returns the run's report.
+  /// returns the run's report. Bounded both ways, so a broken dispatcher fails here instead of hanging
+  /// the test: at most a million message deliveries (these graphs need a few dozen), and the report
+  /// must be waiting once the coordinator is idle (everything ran; nothing else could send it).
   run_report run_to_report(std::shared_ptr<run_plan> plan) {
     auto disp = spawn_dispatcher(*sys, std::move(plan));
     caf::scoped_actor self{*sys, true};
     self->send(disp, run_atom::value);
-    sched->run();
+    sched->run(1'000'000);
     run_report rep;
-    self->receive([&](run_report& r) { rep = std::move(r); });
+    bool reported = false;
+    self->receive([&](run_report& r) {
+                    rep = std::move(r);
+                    reported = true;
+                  },
+                  caf::after(std::chrono::seconds(0)) >> [] {});
+    // A broken run leaves actors that will never finish: the system must not wait for them when the
+    // failed check below ends the test.
+    if (!sched->jobs.empty() || !reported) sys->await_actors_before_shutdown(false);
+    REQUIRE_MESSAGE(sched->jobs.empty(), "the actors were still busy after a million messages");
+    REQUIRE_MESSAGE(reported, "the dispatcher went idle without a report");
     return rep;
   }
 };
