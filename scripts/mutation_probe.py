@@ -21,8 +21,10 @@ not build, 2 on a usage error or a baseline that already fails.
 
 import argparse
 import csv
+import io
 import os
 import pathlib
+import stat
 import subprocess
 import sys
 import tempfile
@@ -238,10 +240,20 @@ def run_tests(tree, tests, env):
 
 
 def write_atomic(path, text):
+    """Replaces `path` by `text` through a temporary file renamed into place, keeping the file's mode
+    (mkstemp makes 0600: a restored source would lose its read bits for everyone else)."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)) or ".", prefix=".mutation.")
     with os.fdopen(fd, "w", newline="") as f:
         f.write(text)
+    mode = os.stat(path).st_mode if os.path.exists(path) else 0o666 & ~current_umask()
+    os.chmod(tmp, stat.S_IMODE(mode))
     os.replace(tmp, path)
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def main():
@@ -319,12 +331,11 @@ def main():
     killed = sum(r["verdict"] == "killed" for r in rows)
     print(f"{killed} of {len(rows)} mutants killed")
     if a.csv:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.csv)) or ".", prefix=".mutation.")
-        with os.fdopen(fd, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["mutant"])
-            w.writeheader()
-            w.writerows(rows)
-        os.replace(tmp, a.csv)
+        out = io.StringIO(newline="")
+        w = csv.DictWriter(out, fieldnames=list(rows[0].keys()) if rows else ["mutant"])
+        w.writeheader()
+        w.writerows(rows)
+        write_atomic(a.csv, out.getvalue())
     return 0 if killed == len(rows) else 1
 
 

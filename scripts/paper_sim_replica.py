@@ -70,21 +70,21 @@ def makespan(succs, npreds, comp, comm, dev):
     return t_end / 1e10
 
 
-def adjacency(src, dst, n):
-    succs = [[] for _ in range(n)]
-    npreds = [0] * n
+def load_replica_graph(path):
+    """A paper graph as the replica runs it: (successor lists, predecessor counts, comp, comm)."""
+    src, dst, comp, comm = load_paper_graph(path)
+    succs = [[] for _ in comp]
+    npreds = [0] * len(comp)
     for a, b in zip(src, dst):
         succs[a].append(b)
         npreds[b] += 1
-    return succs, npreds
+    return succs, npreds, comp, comm
 
 
 def replica_makespan(graph, placement_file):
-    src, dst, comp, comm = graph
-    n = len(comp)
-    succs, npreds = adjacency(src, dst, n)
+    succs, npreds, comp, comm = graph
     assignment = json.load(open(placement_file))["assignment"]
-    dev = [assignment["n%d" % i] for i in range(n)]
+    dev = [assignment["n%d" % i] for i in range(len(comp))]
     return makespan(succs, npreds, comp, comm, dev)
 
 
@@ -100,7 +100,7 @@ def check(doppler, seeds):
     with tempfile.TemporaryDirectory(prefix="replica.") as tmp:
         for name, devices in graphs:
             path = os.path.join(paper, name)
-            graph = load_paper_graph(path)
+            graph = load_replica_graph(path)
             cluster = "doppler-paper:%d" % devices
             for method, seed in methods:
                 placement = os.path.join(tmp, "%s.%s.%d.json" % (name, method, seed))
@@ -132,7 +132,7 @@ def main():
         return check(sys.argv[2], seeds)
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    graph = load_paper_graph(sys.argv[1])
+    graph = load_replica_graph(sys.argv[1])
     spans = [replica_makespan(graph, path) for path in sys.argv[2:]]
     std = statistics.stdev(spans) if len(spans) > 1 else 0.0
     print(f"{sys.argv[1].split('/')[-1]}: mean {statistics.mean(spans):.1f} std {std:.1f} "

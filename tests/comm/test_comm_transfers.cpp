@@ -76,8 +76,10 @@ TEST_CASE("a tensor consumed on three devices of a line crosses the first link o
   for (const auto& e : planned.events) hops += e.what == trace_event::kind::transfer ? 1 : 0;
   CHECK(hops == 12);
   // b, c and d start only once all four chunks of a are on their device (the 4th reaches gpu1 at 4 s)
+  std::size_t consumers = 0;
   for (const auto& e : planned.events) {
     if (e.what != trace_event::kind::op || e.where == 0) continue;
+    ++consumers;
     double last_chunk = 0;
     for (const auto& t : planned.events)
       if (t.what == trace_event::kind::transfer && c.links()[t.where].dst == e.where)
@@ -85,6 +87,7 @@ TEST_CASE("a tensor consumed on three devices of a line crosses the first link o
     CHECK(last_chunk >= 4.0 - 1e-9);
     CHECK(e.start >= last_chunk);
   }
+  CHECK(consumers == 3);
   // each hop moves one chunk: the trace's bytes add up to the links' (it said 4 MB per hop)
   double traced = 0;
   for (const auto& e : planned.events)
